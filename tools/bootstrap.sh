@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Creates or reuses the Python environment phrasedet runs in, installing only what is missing.
+#
+#   bash tools/bootstrap.sh        # prints the path of the environment's python on its last line
+#
+# Environment used, in order:
+#   1. $PHRASEDET_PYTHON, if set (a python interpreter you manage yourself);
+#   2. the active virtual environment ($VIRTUAL_ENV), if any;
+#   3. ./.venv, created with --system-site-packages so that a torch or detectron2 you already
+#      installed system-wide is seen and kept.
+# torch/torchvision are installed only if `import torchvision` fails; detectron2 only if
+# `import detectron2` fails (your own detectron2 always wins). A stamp file records the hash of
+# setup.py: a second run with nothing changed installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "[bootstrap] $*" >&2; }
+
+if [ -n "${PHRASEDET_PYTHON:-}" ]; then
+  PY="$PHRASEDET_PYTHON"
+elif [ -n "${VIRTUAL_ENV:-}" ]; then
+  PY="$VIRTUAL_ENV/bin/python"
+else
+  if [ ! -x .venv/bin/python ]; then
+    log "creating .venv (python3 -m venv --system-site-packages)"
+    python3 -m venv --system-site-packages .venv
+  fi
+  PY="$PWD/.venv/bin/python"
+fi
+
+stamp_dir="$("$PY" -c 'import sys; print(sys.prefix)')"
+stamp="$stamp_dir/.phrasedet-bootstrap"
+want="$(cat setup.py tools/bootstrap.sh | sha256sum | cut -c1-16) $PWD"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
+   && "$PY" -c 'import torchvision, detectron2, phrasedet' 2>/dev/null; then
+  log "environment up to date ($PY)"
+  echo "$PY"; exit 0
+fi
+
+pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@"; }
+
+if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
+  log "installing torch==2.14.1 torchvision==0.29.1"
+  pip_install torch==2.14.1 torchvision==0.29.1
+else
+  log "using installed torch $("$PY" -c 'import torch; print(torch.__version__)')"
+fi
+
+if ! "$PY" -c 'import detectron2' 2>/dev/null; then
+  # detectron2 is not on PyPI under its own name. sal-detectron2 0.7.2 repackages upstream
+  # detectron2's Python tree (commit a59f0563); its wheel is cp310-only, so it is unpacked
+  # without its compiled _C, which Faster R-CNN with torchvision's ROIAlign/NMS does not need.
+  log "detectron2 not importable: installing the pure-Python tree of sal-detectron2==0.7.2"
+  site="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  pip_install --no-deps --only-binary=:all: --python-version 3.10 --target "$site" --upgrade sal-detectron2==0.7.2
+  pip_install 'fvcore<0.1.6' 'iopath<0.1.10' pycocotools yacs tabulate termcolor cloudpickle tqdm \
+    tensorboard 'omegaconf>=2.1,<2.4' hydra-core matplotlib 'setuptools<81'
+else
+  log "using installed detectron2 from $("$PY" -c 'import detectron2, os; print(os.path.dirname(detectron2.__file__))')"
+fi
+
+log "installing phrasedet (editable) with its test extras"
+pip_install -e '.[test]'
+"$PY" -c 'import torchvision, detectron2, phrasedet'
+echo "$want" > "$stamp"
+echo "$PY"
