@@ -1,0 +1,8 @@
+"""phrasedet: phrase detection and grounding models for Detectron2.
+
+Importing the package registers its datasets (and its models, as they are added).
+"""
+from . import data  # noqa: F401  (dataset registration by import side effect)
+from .config import add_phrasedet_config
+
+__version__ = "0.1.0"

@@ -1,0 +1,73 @@
+"""Helpers shared by the dataset loaders: errors, box checks, id lists."""
+import os
+
+__all__ = ["BadAnnotationError", "check_box", "union_box", "read_id_list", "require_image_files"]
+
+
+class BadAnnotationError(ValueError):
+    """An annotation file is malformed. The message names the file and the line or key."""
+
+
+def check_box(box, width, height, where, policy="error"):
+    """Validate a 0-based continuous xyxy box against the image size.
+
+    Args:
+        policy: ``"error"`` raises :class:`BadAnnotationError` for a box outside the image or
+            with non-positive size; ``"clip"`` clips a box that sticks out (still raising for an
+            empty one).
+
+    Returns:
+        (box, clipped): the box as floats and 1 if it was clipped, else 0.
+    """
+    if policy not in ("error", "clip"):
+        raise ValueError(f"box policy must be 'error' or 'clip', got {policy!r}")
+    x1, y1, x2, y2 = (float(v) for v in box)
+    inside = 0 <= x1 and 0 <= y1 and x2 <= width and y2 <= height
+    clipped = 0
+    if not inside:
+        if policy == "error":
+            raise BadAnnotationError(
+                f"{where}: box [{x1:g}, {y1:g}, {x2:g}, {y2:g}] (0-based xyxy) lies outside the "
+                f"{width}x{height} image (use box_policy='clip' to clip such boxes)"
+            )
+        x1, y1, x2, y2 = max(x1, 0.0), max(y1, 0.0), min(x2, float(width)), min(y2, float(height))
+        clipped = 1
+    if x2 <= x1 or y2 <= y1:
+        raise BadAnnotationError(f"{where}: empty box [{x1:g}, {y1:g}, {x2:g}, {y2:g}]")
+    return [x1, y1, x2, y2], clipped
+
+
+def union_box(boxes):
+    """Smallest xyxy box containing all ``boxes`` (a list of [x1, y1, x2, y2])."""
+    return [
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
+    ]
+
+
+def read_id_list(path):
+    """Image ids, one per line (blank lines ignored), in file order; a duplicate id is an error."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"split list {path!r} does not exist")
+    ids, seen = [], {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            image_id = line.strip()
+            if not image_id:
+                continue
+            if image_id in seen:
+                raise BadAnnotationError(f"{path}:{n}: image id {image_id} already listed on line {seen[image_id]}")
+            seen[image_id] = n
+            ids.append(image_id)
+    return ids
+
+
+def require_image_files(records, dataset):
+    """Raise ``FileNotFoundError`` naming the first missing image file (and how many are missing)."""
+    missing = [r["file_name"] for r in records if not os.path.isfile(r["file_name"])]
+    if missing:
+        raise FileNotFoundError(
+            f"{dataset}: {len(missing)} of {len(records)} image files are missing, e.g. {missing[0]!r}"
+        )
