@@ -1,0 +1,102 @@
+"""Positive phrase augmentation (PPA, paper 003 Sec. 4.2) with WordNet synonyms and hypernyms.
+
+Each word of a phrase may be replaced by a WordNet synonym or hypernym ("blue jacket" -> "blue
+coat"); on Flickr30K Entities sub-phrases also count ("large red house" -> "red house",
+"house"). Only candidates that already are phrases of the split are kept. ReferIt phrases hold
+spatial relations, so there "left"/"right" are never replaced and no sub-phrases are made.
+The released code's skip list and manual exclusions are reproduced.
+"""
+import itertools
+
+__all__ = ["WordNetUnavailable", "WordNetLexicon", "PositivePhraseAugmenter"]
+
+_NO_HYPERNYMS = {"left", "right", "black", "white", "brown", "raft", "pot"}
+_EXCLUDED = {
+    "jacket": {"cap", "case", "dress"},
+    "hair": {"fabric", "cloth", "material"},
+    "skirt": {"girl", "ring", "doll", "bird"},
+}
+_FIXED_REFERIT_WORDS = {"left", "right"}
+MAX_SUBPHRASE_TOKENS = 8  # 2^8 subsets at most per phrase
+
+
+class WordNetUnavailable(RuntimeError):
+    """nltk's WordNet data is not installed."""
+
+
+class WordNetLexicon:
+    """Synonyms and hypernyms of a word from nltk's WordNet corpus (loaded on construction)."""
+
+    def __init__(self):
+        try:
+            from nltk.corpus import wordnet
+
+            wordnet.ensure_loaded()
+        except LookupError as e:
+            import nltk
+
+            raise WordNetUnavailable(
+                "Positive phrase augmentation (INPUT.PHRASES.PPA True) needs nltk's WordNet data, "
+                f"which is not installed (searched {list(nltk.data.path)}). Install it with "
+                "`python -m nltk.downloader wordnet` where the internet is reachable and copy the "
+                "nltk_data folder to one of those paths, or set INPUT.PHRASES.PPA False."
+            ) from e
+        self._wn = wordnet
+        self._cache = {}
+
+    def alternatives(self, word):
+        """Sorted synonyms and hypernyms of ``word`` (lowercase, spaces for underscores), minus the word."""
+        if word not in self._cache:
+            names = set()
+            for synset in self._wn.synsets(word):
+                related = [synset] if word in _NO_HYPERNYMS else [synset] + synset.hypernyms()
+                for s in related:
+                    names.update(n.lower().replace("_", " ") for n in s.lemma_names())
+            names.discard(word)
+            self._cache[word] = sorted(names - _EXCLUDED.get(word, set()))
+        return self._cache[word]
+
+
+class PositivePhraseAugmenter:
+    """Phrases of the split that also describe a ground-truth box of ``phrase``.
+
+    Args:
+        known_phrases: the normalized phrases of the split (candidates must be among them).
+        lexicon: anything with ``alternatives(word) -> list[str]``; default :class:`WordNetLexicon`.
+        style: ``"flickr"`` (word replacement and sub-phrases) or ``"referit"`` (replacement only,
+            spatial words fixed).
+    """
+
+    def __init__(self, known_phrases, lexicon=None, style="flickr"):
+        if style not in ("flickr", "referit"):
+            raise ValueError(f"PPA style must be 'flickr' or 'referit', got {style!r}")
+        self.known = frozenset(known_phrases)
+        self.lexicon = lexicon if lexicon is not None else WordNetLexicon()
+        self.style = style
+        self._cache = {}
+
+    def _replacements(self, words):
+        for i, word in enumerate(words):
+            if self.style == "referit" and word in _FIXED_REFERIT_WORDS:
+                continue
+            for alt in self.lexicon.alternatives(word):
+                yield " ".join(words[:i] + [alt] + words[i + 1:])
+
+    @staticmethod
+    def _subphrases(words):
+        if len(words) > MAX_SUBPHRASE_TOKENS:
+            return
+        for k in range(1, len(words)):
+            for combo in itertools.combinations(words, k):
+                yield " ".join(combo)
+
+    def __call__(self, phrase):
+        """Sorted augmented phrases of a normalized ``phrase`` (never the phrase itself)."""
+        if phrase not in self._cache:
+            words = phrase.split()
+            candidates = set(self._replacements(words))
+            if self.style == "flickr":
+                candidates.update(self._subphrases(words))
+            candidates.discard(phrase)
+            self._cache[phrase] = sorted(candidates & self.known)
+        return self._cache[phrase]
