@@ -37,7 +37,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
   echo "$PY"; exit 0
 fi
 
-pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@"; }
+pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@" >&2; }
 
 if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
   log "installing torch==2.14.1 torchvision==0.29.1"

@@ -1,0 +1,11 @@
+# Two entry points, each doing all set-up on a fresh machine (tools/bootstrap.sh):
+#   make demo   the main job on the built-in dataset
+#   make test   the test suite (what CI runs)
+# A second run with nothing changed skips every install.
+.PHONY: demo test bench
+
+demo:
+	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/dataset_stats.py --config-file configs/Base-Builtin.yaml
+
+test:
+	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q tests

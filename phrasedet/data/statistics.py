@@ -1,0 +1,42 @@
+"""Counts that describe a loaded split: images, boxes, phrase instances, buckets."""
+from collections import Counter
+
+from phrasedet.text.vocab import BUCKETS
+
+__all__ = ["split_statistics", "bucket_statistics"]
+
+
+def split_statistics(dicts):
+    """Counts over dataset dicts (docs/DATA.md).
+
+    Returns:
+        dict with ``images``, ``captions``, ``boxes`` (distinct boxes per image, summed),
+        ``instances`` (box-target phrase occurrences), ``phrases`` (distinct normalized phrases
+        with a box), and ``unboxed_<reason>`` for every reason present.
+    """
+    stats = Counter(images=len(dicts))
+    phrases = set()
+    for d in dicts:
+        stats["captions"] += len(d.get("captions", ())) - len(d.get("unrelated_captions", ()))
+        stats["instances"] += len(d["annotations"])
+        stats["boxes"] += len({tuple(b) for a in d["annotations"] for b in a["boxes"]})
+        phrases.update(a["phrase"] for a in d["annotations"])
+        for u in d.get("unboxed_phrases", ()):
+            stats[f"unboxed_{u['reason']}"] += 1
+    stats["phrases"] = len(phrases)
+    return dict(stats)
+
+
+def bucket_statistics(dicts, vocabulary):
+    """Distinct phrases and instances of ``dicts`` per zero/few/common bucket of ``vocabulary``.
+
+    Returns:
+        ``{bucket: {"phrases": int, "instances": int}}`` for every bucket in ``BUCKETS``.
+    """
+    instances = Counter(a["phrase"] for d in dicts for a in d["annotations"])
+    out = {b: {"phrases": 0, "instances": 0} for b in BUCKETS}
+    for phrase, n in instances.items():
+        bucket = out[vocabulary.bucket(phrase)]
+        bucket["phrases"] += 1
+        bucket["instances"] += n
+    return out
