@@ -1,0 +1,26 @@
+"""Phrase normalization examples (the normalized string is the phrase's category)."""
+import pytest
+
+from phrasedet.text import UNK, normalize_phrase
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("Two young , White males", "two young white males"),  # lowercase, punctuation dropped
+        ("the yard", "yard"),  # stop word dropped
+        ("the one", "the one"),  # all stop words: kept rather than emptied
+        ("...", UNK),
+        ("", UNK),
+    ],
+)
+def test_normalize_phrase_examples(raw, expected):
+    assert normalize_phrase(raw) == expected
+
+
+def test_raw_phrase_is_kept_by_callers_and_normalization_is_idempotent():
+    raw = "A Dog's ball"
+    annotation = {"phrase_raw": raw, "phrase": normalize_phrase(raw)}  # as the dataset loaders store it
+    assert annotation == {"phrase_raw": "A Dog's ball", "phrase": "dog ball"}  # "'s" is a stop word
+    for phrase in ("two young white males", "yard", "the one", UNK):
+        assert normalize_phrase(phrase) == phrase
