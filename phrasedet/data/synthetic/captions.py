@@ -1,0 +1,317 @@
+"""Caption and referring-expression generation for the built-in dataset.
+
+Flickr30K-Entities-style captions are built as lists of *segments*: plain words, or phrase
+occurrences of a coreference :class:`Chain`. :func:`render_caption` turns them into the
+bracket markup, the stripped caption and the phrase positions, so the ground truth never has
+to be parsed back from text. Position words ("on the left") stay outside the brackets;
+ReferIt-style expressions (:func:`referring_expressions`) put them inside.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from .scene import Scene
+
+__all__ = ["Chain", "PhraseOcc", "ChainBook", "CaptionWriter", "render_caption",
+           "referring_expressions", "UNRELATED_TEMPLATES"]
+
+NUMBERS = {2: "two", 3: "three", 4: "four"}
+POS_OUTSIDE = {"left": ("on the left",), "right": ("on the right",), "top": ("at the top",),
+               "bottom": ("at the bottom",), "center": ("in the center", "in the middle")}
+POS_INSIDE = {"left": "on the left", "right": "on the right", "top": "at the top",
+              "bottom": "at the bottom", "center": "in the middle"}
+POS_ADJ = {"left": "left", "right": "right", "top": "top", "bottom": "bottom", "center": "middle"}
+#: Own-chain phrase styles and their weights: colour+shape, size+colour+shape, shape,
+#: colour + "shape"/"object", size+shape.
+STYLES = ("cs", "zcs", "s", "cshape", "zs")
+STYLE_WEIGHTS = np.array([0.45, 0.12, 0.25, 0.12, 0.06])
+NOTVISUAL = ("this picture", "this image", "the picture", "the image")
+#: Captions deliberately unrelated to the image (listed in UNRELATED_CAPTIONS): segments with
+#: (types, words) tuples for phrases.
+UNRELATED_TEMPLATES = (
+    ((("people",), "A man"), "rides", (("vehicles",), "a bicycle"), "down",
+     (("scene",), "the street"), "."),
+    ((("people",), "Two children"), "play with", (("animals",), "a brown dog"), "."),
+    ((("people",), "A woman"), "in", (("clothing",), "a long dress"), "plays",
+     (("instruments",), "the violin"), "."),
+    ((("people",), "A crowd"), "waits for", (("vehicles", "scene"), "the subway"), "."),
+    ((("people",), "A young boy"), "raises", (("bodyparts",), "his hand"), "."),
+)
+
+
+def plural(shape: str) -> str:
+    """English plural of a shape name."""
+    return shape + "es" if shape.endswith(("s", "x")) else shape + "s"
+
+
+@dataclass
+class Chain:
+    """A coreference chain of one image.
+
+    ``kind`` is ``object`` (one box), ``group`` (several boxes), ``scene``, ``nobox``,
+    ``notvisual`` (chain id 0) or ``unrelated`` (in an unrelated caption: not boxed).
+    """
+
+    id: int
+    types: tuple
+    kind: str
+    objects: tuple = ()
+
+
+@dataclass
+class PhraseOcc:
+    """One phrase occurrence (words as written) of a chain."""
+
+    chain: Chain
+    words: list
+
+
+@dataclass
+class ChainBook:
+    """Chains of one image, created on first mention with ids from a dataset-wide counter."""
+
+    next_id: Callable[[], int]
+    chains: list = field(default_factory=list)
+    _by_key: dict = field(default_factory=dict)
+
+    def get(self, key, types: tuple, kind: str, objects: tuple = ()) -> Chain:
+        if key not in self._by_key:
+            cid = 0 if kind == "notvisual" else self.next_id()
+            chain = Chain(cid, types, kind, objects)
+            self._by_key[key] = chain
+            if kind != "notvisual":
+                self.chains.append(chain)
+        return self._by_key[key]
+
+
+def render_caption(segments: list) -> tuple:
+    """Render segments (str or :class:`PhraseOcc`) with the first word capitalized.
+
+    Returns
+    -------
+    (markup, stripped, phrases)
+        The ``[/EN#id/type words]`` line, the caption without markup, and a list of
+        ``(first_word_index, PhraseOcc)``.
+    """
+    parts, words, phrases = [], [], []
+    for k, seg in enumerate(segments):
+        if isinstance(seg, str):
+            text = seg[:1].upper() + seg[1:] if k == 0 else seg
+            parts.append(text)
+            words += text.split()
+        else:
+            pw = list(seg.words)
+            if k == 0:
+                pw[0] = pw[0][:1].upper() + pw[0][1:]
+            seg.words = pw
+            phrases.append((len(words), seg))
+            words += pw
+            parts.append(f"[/EN#{seg.chain.id}/{'/'.join(seg.chain.types)} {' '.join(pw)}]")
+    return " ".join(parts), " ".join(words), phrases
+
+
+class CaptionWriter:
+    """Writes the five captions of one scene.
+
+    Parameters
+    ----------
+    scene : Scene
+        A rendered scene (object boxes set).
+    rng : numpy.random.Generator
+    book : ChainBook
+        Receives the chains mentioned.
+    cs_combos : tuple
+        Combinations whose objects are called "<colour> <shape>" in caption 0 (the rare
+        combinations in training, so each of their phrases gets at least one training count).
+    """
+
+    def __init__(self, scene: Scene, rng: np.random.Generator, book: ChainBook, cs_combos=()):
+        self.scene, self.rng, self.book = scene, rng, book
+        self.cs_combos = set(cs_combos)
+        self.objs = scene.objects
+        self.group, self.group_kind = self._find_group()
+
+    # ---- chains and phrases -------------------------------------------------------------
+    def _find_group(self) -> tuple:
+        for kind, key in (("combo", lambda o: o.combo), ("colour", lambda o: o.colour),
+                          ("shape", lambda o: o.shape)):
+            seen = {}
+            for i, o in enumerate(self.objs):
+                seen.setdefault(key(o), []).append(i)
+            for i, o in enumerate(self.objs):
+                members = seen[key(o)]
+                if len(members) >= 2:
+                    return tuple(members), kind
+        return (), None
+
+    def _choice(self, options):
+        return options[int(self.rng.integers(len(options)))]
+
+    def _unique(self, i: int, key) -> bool:
+        return sum(key(o) == key(self.objs[i]) for o in self.objs) == 1
+
+    def obj_phrase(self, i: int, style: Optional[str] = None) -> PhraseOcc:
+        """A noun phrase for object ``i``; the style is random among those that identify it."""
+        o = self.objs[i]
+        if style is None:
+            keys = {"cs": lambda x: x.combo, "zcs": lambda x: (x.size, x.colour, x.shape),
+                    "s": lambda x: x.shape, "cshape": lambda x: x.colour,
+                    "zs": lambda x: (x.size, x.shape)}
+            ok = np.array([self._unique(i, keys[s]) for s in STYLES], dtype=float)
+            w = STYLE_WEIGHTS * ok if ok.any() else STYLE_WEIGHTS * np.array([1, 1, 0, 0, 0])
+            style = STYLES[int(self.rng.choice(len(STYLES), p=w / w.sum()))]
+        art = self._choice(("a", "the"))
+        if style == "cshape":
+            words = [art, o.colour, self._choice(("shape", "shape", "shape", "object"))]
+        else:
+            words = {"cs": [art, o.colour, o.shape], "zcs": [art, o.size, o.colour, o.shape],
+                     "s": [art, o.shape], "zs": [art, o.size, o.shape]}[style]
+        chain = self.book.get(("obj", i), ("other",), "object", (i,))
+        return PhraseOcc(chain, words)
+
+    def group_phrase(self) -> PhraseOcc:
+        o = self.objs[self.group[0]]
+        num = NUMBERS[len(self.group)]
+        if self.group_kind == "combo":
+            opts = ([num, o.colour, plural(o.shape)], ["the", o.colour, plural(o.shape)],
+                    ["the", num, o.colour, plural(o.shape)])
+        elif self.group_kind == "colour":
+            opts = ([num, o.colour, "shapes"], ["the", o.colour, "shapes"], [num, o.colour, "objects"])
+        else:
+            opts = ([num, plural(o.shape)], ["the", plural(o.shape)])
+        chain = self.book.get(("group",), ("other",), "group", self.group)
+        return PhraseOcc(chain, list(self._choice(opts)))
+
+    def scene_phrase(self) -> PhraseOcc:
+        words = [self._choice(("a", "the")), self.scene.background,
+                 self._choice(("background", "backdrop"))]
+        return PhraseOcc(self.book.get(("scene",), ("scene",), "scene"), words)
+
+    def notvisual_phrase(self) -> PhraseOcc:
+        return PhraseOcc(self.book.get(("nv",), ("notvisual",), "notvisual"),
+                         self._choice(NOTVISUAL).split())
+
+    def nobox_phrase(self) -> PhraseOcc:
+        words = [self._choice(("a", "the")), self._choice(("faint", "soft", "long")), "shadow"]
+        return PhraseOcc(self.book.get(("nobox",), ("other",), "nobox"), words)
+
+    def pos(self, i: int) -> str:
+        return self._choice(POS_OUTSIDE[self.scene.position(self.objs[i])])
+
+    def relation(self, i: int, j: int) -> Optional[str]:
+        """"left of" / "right of" / "above" / "below" along the dominant axis, or None."""
+        (xi, yi), (xj, yj) = self.objs[i].center, self.objs[j].center
+        dx, dy = xj - xi, yj - yi
+        if max(abs(dx), abs(dy)) < 10:
+            return None
+        if abs(dx) >= abs(dy):
+            return "left of" if dx > 0 else "right of"
+        return "above" if dy > 0 else "below"
+
+    # ---- templates ----------------------------------------------------------------------
+    def _listing(self, idx: list, style_for) -> list:
+        segs = []
+        for k, i in enumerate(idx):
+            if k:
+                segs.append("and" if k == len(idx) - 1 else ",")
+            segs.append(self.obj_phrase(i, style_for(i)))
+        return segs
+
+    def caption_all(self) -> list:
+        """Caption 0: mentions every object."""
+        idx = list(range(len(self.objs)))
+        style_for = lambda i: "cs" if self.objs[i].combo in self.cs_combos else None  # noqa: E731
+        form = int(self.rng.integers(3))
+        if form == 0:
+            return self._listing(idx, style_for) + ["on", self.scene_phrase(), "."]
+        if form == 1:
+            return [self.notvisual_phrase(), "shows"] + self._listing(idx, style_for) + ["."]
+        return self._listing(idx, style_for) + ["are shown on", self.scene_phrase(), "."]
+
+    def caption_group(self) -> list:
+        others = [i for i in range(len(self.objs)) if i not in self.group]
+        form = int(self.rng.integers(3 if others else 2))
+        if form == 0:
+            return [self.group_phrase(), "are on", self.scene_phrase(), "."]
+        if form == 1:
+            return [self.notvisual_phrase(), "shows", self.group_phrase(), "."]
+        return [self.group_phrase(), "and", self.obj_phrase(self._choice(others)), "."]
+
+    def caption_shadow(self) -> list:
+        i = int(self.rng.integers(len(self.objs)))
+        return [self.obj_phrase(i), "casts", self.nobox_phrase(), "."]
+
+    def caption_random(self) -> list:
+        n = len(self.objs)
+        i = int(self.rng.integers(n))
+        j = (i + 1 + int(self.rng.integers(n - 1))) % n
+        rel = self.relation(i, j)
+        form = int(self.rng.integers(7))
+        if form == 0:
+            return [self.obj_phrase(i), "is", self.pos(i), "."]
+        if form == 1:
+            return ["there is", self.obj_phrase(i), self.pos(i), "."]
+        if form == 2 and rel:
+            return [self.obj_phrase(i), "is", rel, self.obj_phrase(j), "."]
+        if form == 3 and rel:
+            return [self.obj_phrase(i), "is", rel, self.obj_phrase(j), "on", self.scene_phrase(), "."]
+        if form == 4:
+            return ["in", self.notvisual_phrase(), ",", self.obj_phrase(i), "is", self.pos(i), "."]
+        if form == 5:
+            return [self.obj_phrase(i), "sits on", self.scene_phrase(), self.pos(i), "."]
+        return [self.obj_phrase(i), "is next to", self.obj_phrase(j), "."]
+
+    def caption_unrelated(self) -> list:
+        tmpl = UNRELATED_TEMPLATES[int(self.rng.integers(len(UNRELATED_TEMPLATES)))]
+        segs = []
+        for k, seg in enumerate(tmpl):
+            if isinstance(seg, str):
+                segs.append(seg)
+            else:
+                chain = self.book.get(("unrelated", k), seg[0], "unrelated")
+                segs.append(PhraseOcc(chain, seg[1].split()))
+        return segs
+
+    def captions(self, with_shadow: bool, unrelated_index: Optional[int]) -> list:
+        """The five captions as segment lists.
+
+        Caption 0 mentions every object; one of captions 1-4 mentions the group (if any),
+        one the not-boxed shadow (if ``with_shadow``); ``unrelated_index`` (1-4 or None) is
+        replaced by an unrelated caption.
+        """
+        slots = [None] * 5
+        slots[0] = "all"
+        free = [k for k in range(1, 5) if k != unrelated_index]
+        if unrelated_index is not None:
+            slots[unrelated_index] = "unrelated"
+        for wanted, present in (("group", bool(self.group)), ("shadow", with_shadow)):
+            if present and free:
+                k = free.pop(int(self.rng.integers(len(free))))
+                slots[k] = wanted
+        make = {"all": self.caption_all, "group": self.caption_group, "shadow": self.caption_shadow,
+                "unrelated": self.caption_unrelated, None: self.caption_random}
+        return [make[s]() for s in slots]
+
+
+def referring_expressions(scene: Scene, i: int, rng: np.random.Generator) -> list:
+    """1-3 distinct ReferIt-style expressions (lowercase, spatial words inside) for object ``i``.
+
+    The bare shape name ("circle") is a candidate only when the shape is unique in the image.
+    """
+    o = scene.objects[i]
+    where = scene.position(o)
+    big = "big" if o.size == "large" else "small"
+    candidates = [
+        (0.40, f"{o.colour} {o.shape}"),
+        (0.20, f"{o.colour} {o.shape} {POS_INSIDE[where]}"),
+        (0.15, f"the {big} {o.colour} {o.shape}"),
+        (0.15, f"{POS_ADJ[where]} {o.colour} {o.shape}"),
+        (0.10, f"{big} {o.shape} {POS_INSIDE[where]}"),
+    ]
+    if sum(x.shape == o.shape for x in scene.objects) == 1:
+        candidates.append((0.30, o.shape))
+    p = np.array([w for w, _ in candidates])
+    k = 1 + int(rng.choice(3, p=(0.2, 0.4, 0.4)))
+    order = rng.choice(len(candidates), size=k, replace=False, p=p / p.sum())
+    return [candidates[int(j)][1] for j in order]
