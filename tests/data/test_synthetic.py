@@ -16,6 +16,7 @@ from phrasedet.data.synthetic import (HELD_OUT_COMBOS, RARE_COMBOS, ensure_built
                                       generate_builtin_dataset)
 from phrasedet.data.synthetic import builtin as builtin_mod
 from phrasedet.text import normalize_phrase
+from phrasedet.text.vocab import bucket_of_count
 
 SMALL = dict(num_train=40, num_val=5, num_test=15)
 PHRASE_RE = re.compile(r"\[/EN#(\d+)((?:/[a-z]+)+) ([^\[\]]+)\]")
@@ -317,7 +318,7 @@ def test_default_bucket_design(tmp_path):
     assert all(v["test_instances"] >= v["phrases"] for v in b.values())
     table = truth["buckets"]["phrases"]
     for phrase, row in table.items():
-        assert row["bucket"] == builtin_mod.bucket_of(row["train_count"])
+        assert row["bucket"] == bucket_of_count(row["train_count"])
         if row["design"] == "held_out":
             assert row["train_count"] == 0
     for colour, shape in HELD_OUT_COMBOS:

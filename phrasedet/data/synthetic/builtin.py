@@ -18,7 +18,9 @@ from typing import Optional
 
 import numpy as np
 
+from phrasedet.cache import default_cache_dir
 from phrasedet.text import normalize_phrase
+from phrasedet.text.vocab import bucket_of_count
 
 from .captions import CaptionWriter, ChainBook, referring_expressions, render_caption
 from .scene import (COLOURS, FREQUENT_COMBOS, HELD_OUT_COMBOS, IMAGE_SIZES, RARE_COMBOS, SHAPES,
@@ -27,7 +29,7 @@ from .writers import (annotation_xml, link_or_copy, refclef_image_path, write_fl
                       write_refclef, write_text, write_unrelated)
 
 __all__ = ["GENERATOR_VERSION", "DEFAULT_SIZES", "FEW_SHOT_MAX", "generate_builtin_dataset",
-           "ensure_builtin_dataset", "bucket_of", "default_cache_dir"]
+           "ensure_builtin_dataset"]
 
 logger = logging.getLogger("phrasedet.data")
 
@@ -44,11 +46,6 @@ REASONS = {"object": None, "group": None, "notvisual": "notvisual", "scene": "sc
            "nobox": "nobox", "unrelated": "unrelated"}
 _normalize = lru_cache(maxsize=None)(normalize_phrase)
 _PLURALS = {s + ("es" if s.endswith(("s", "x")) else "s"): s for s in SHAPES}
-
-
-def bucket_of(train_count: int) -> str:
-    """``zero_shot`` (0), ``few_shot`` (1..100) or ``common`` (> 100)."""
-    return "zero_shot" if train_count == 0 else "few_shot" if train_count <= FEW_SHOT_MAX else "common"
 
 
 def rare_quota(num_train: int) -> int:
@@ -113,7 +110,7 @@ def _bucket_table(train: Counter, test: Counter) -> dict:
     phrases = {}
     summary = {b: {"phrases": 0, "test_instances": 0} for b in ("zero_shot", "few_shot", "common")}
     for p in sorted(test):
-        b = bucket_of(train[p])
+        b = bucket_of_count(train[p], (0, FEW_SHOT_MAX))
         phrases[p] = {"train_count": train[p], "bucket": b, "design": phrase_design(p),
                       "test_instances": test[p]}
         summary[b]["phrases"] += 1
@@ -343,11 +340,6 @@ def _summary(seed: int, sizes: dict, images: dict, unrelated: list) -> dict:
         "unrelated_captions": len(unrelated), "splits": per_split,
         "buckets": flickr_b["summary"], "refclef_buckets": ref_b["summary"],
     }
-
-
-def default_cache_dir() -> str:
-    """``$PHRASEDET_CACHE`` or ``~/.cache/phrasedet``."""
-    return os.environ.get("PHRASEDET_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "phrasedet")
 
 
 def ensure_builtin_dataset(cache_dir: Optional[str] = None, seed: int = 0, *,
