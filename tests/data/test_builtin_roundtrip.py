@@ -83,6 +83,8 @@ def test_builtin_names_load_through_the_catalog(flickr):
     meta = MetadataCatalog.get("builtin_flickr30k_entities_test")
     assert meta.evaluator_type == "phrase_detection" and meta.train_dataset == "builtin_flickr30k_entities_train"
     assert len(DatasetCatalog.get("builtin_referit_val")) == 60
+    again = DatasetCatalog.get("builtin_flickr30k_entities_test")  # parsed once per process
+    assert again is not test and all(a is b for a, b in zip(again, test))
 
 
 def test_missing_real_root_names_the_env_var(monkeypatch, tmp_path):

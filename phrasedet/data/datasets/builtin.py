@@ -18,6 +18,7 @@ unpack (docs/DATA.md):
 import functools
 import os
 
+from .common import cached_load
 from .flickr30k_entities import load_flickr30k_entities
 from .referit import load_referit
 from .register import register_flickr30k_entities, register_referit, register_grounding_dataset
@@ -51,7 +52,8 @@ def _real_flickr(split):
     ann_root = os.path.join(datasets_root(), "flickr30k_entities")
     _require_root(ann_root, "Flickr30K Entities")
     shipped = os.path.join(_SPLITS_DIR, "flickr30k_entities")
-    return load_flickr30k_entities(
+    return cached_load(
+        load_flickr30k_entities,
         ann_root,
         os.path.join(datasets_root(), "flickr30k-images"),
         _in_root_or_shipped(os.path.join(ann_root, f"{split}.txt"), os.path.join(shipped, f"{split}.txt")),
@@ -63,7 +65,7 @@ def _real_referit(split, split_by, use_hu_list):
     refclef = os.path.join(datasets_root(), "refclef")
     _require_root(refclef, "ReferIt (refclef)")
     image_list = os.path.join(_SPLITS_DIR, "referit", f"referit_{split}_imlist.txt") if use_hu_list else None
-    return load_referit(refclef, os.path.join(datasets_root(), "images", "saiapr_tc-12"), split, split_by, image_list)
+    return cached_load(load_referit, refclef, os.path.join(datasets_root(), "images", "saiapr_tc-12"), split, split_by, image_list)
 
 
 def builtin_dataset_root():
@@ -76,15 +78,15 @@ def builtin_dataset_root():
 def _builtin_flickr(split):
     root = builtin_dataset_root()
     ann_root = os.path.join(root, "flickr30k_entities")
-    return load_flickr30k_entities(
-        ann_root, os.path.join(root, "flickr30k-images"), os.path.join(ann_root, f"{split}.txt"),
+    return cached_load(
+        load_flickr30k_entities, ann_root, os.path.join(root, "flickr30k-images"), os.path.join(ann_root, f"{split}.txt"),
         os.path.join(ann_root, "UNRELATED_CAPTIONS"),
     )
 
 
 def _builtin_referit(split):
     root = builtin_dataset_root()
-    return load_referit(os.path.join(root, "refclef"), os.path.join(root, "images", "saiapr_tc-12"), split)
+    return cached_load(load_referit, os.path.join(root, "refclef"), os.path.join(root, "images", "saiapr_tc-12"), split)
 
 
 def _meta(dataset, style, train_name, **extra):

@@ -1,7 +1,12 @@
 """Helpers shared by the dataset loaders: errors, box checks, id lists."""
 import os
 
-__all__ = ["BadAnnotationError", "check_box", "union_box", "read_id_list", "require_image_files"]
+__all__ = [
+    "BadAnnotationError", "check_box", "union_box", "read_id_list", "require_image_files", "cached_load",
+    "clear_load_cache",
+]
+
+_LOADED = {}
 
 
 class BadAnnotationError(ValueError):
@@ -71,3 +76,21 @@ def require_image_files(records, dataset):
         raise FileNotFoundError(
             f"{dataset}: {len(missing)} of {len(records)} image files are missing, e.g. {missing[0]!r}"
         )
+
+
+def cached_load(loader, *args):
+    """``loader(*args)``, computed once per process for the same arguments.
+
+    Registered datasets are read several times at start-up (data loader, training vocabulary,
+    word2vec captions); parsing 30K XML files each time would cost minutes. Returns a new list
+    of the same record dicts: consumers must not mutate records (mappers deep-copy them).
+    """
+    key = (loader.__module__, loader.__qualname__, args)
+    if key not in _LOADED:
+        _LOADED[key] = loader(*args)
+    return list(_LOADED[key])
+
+
+def clear_load_cache():
+    """Forget every cached dataset (after annotation files changed on disk)."""
+    _LOADED.clear()

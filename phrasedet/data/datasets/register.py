@@ -1,6 +1,7 @@
 """``register_flickr30k_entities`` and ``register_referit``: put a split into Detectron2's catalogs."""
 from detectron2.data import DatasetCatalog, MetadataCatalog
 
+from .common import cached_load
 from .flickr30k_entities import load_flickr30k_entities
 from .referit import load_referit
 
@@ -19,7 +20,7 @@ def register_grounding_dataset(name, loader, metadata):
 def register_flickr30k_entities(
     name, ann_root, image_root, split_file, unrelated_captions_file=None, box_policy="error", **metadata
 ):
-    """Register one Flickr30K Entities split; the files are read when the dataset is first used.
+    """Register one Flickr30K Entities split; the files are read once, when the dataset is first used.
 
     Args:
         name: dataset name, e.g. ``"flickr30k_entities_train"``.
@@ -30,7 +31,7 @@ def register_flickr30k_entities(
     """
     register_grounding_dataset(
         name,
-        lambda: load_flickr30k_entities(ann_root, image_root, split_file, unrelated_captions_file, box_policy),
+        lambda: cached_load(load_flickr30k_entities, ann_root, image_root, split_file, unrelated_captions_file, box_policy),
         dict(dataset="flickr30k_entities", ann_root=ann_root, image_root=image_root,
              split_file=split_file, phrase_style="flickr", **metadata),
     )
@@ -41,7 +42,7 @@ def register_referit(name, refclef_root, image_root, split="train", split_by="be
     """Register one ReferIt (refclef) split; arguments as in :func:`load_referit`."""
     register_grounding_dataset(
         name,
-        lambda: load_referit(refclef_root, image_root, split, split_by, image_list, box_policy),
+        lambda: cached_load(load_referit, refclef_root, image_root, split, split_by, image_list, box_policy),
         dict(dataset="referit", refclef_root=refclef_root, image_root=image_root, split=split,
              split_by=split_by, image_list=image_list, phrase_style="referit", **metadata),
     )
