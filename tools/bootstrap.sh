@@ -54,7 +54,7 @@ if ! "$PY" -c 'import detectron2' 2>/dev/null; then
   site="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   pip_install --no-deps --only-binary=:all: --python-version 3.10 --target "$site" --upgrade sal-detectron2==0.7.2
   pip_install 'fvcore<0.1.6' 'iopath<0.1.10' pycocotools yacs tabulate termcolor cloudpickle tqdm \
-    tensorboard 'omegaconf>=2.1,<2.4' hydra-core matplotlib 'setuptools<81'
+    tensorboard 'omegaconf>=2.1,<2.4' hydra-core matplotlib black 'setuptools<81'
 else
   log "using installed detectron2 from $("$PY" -c 'import detectron2, os; print(os.path.dirname(detectron2.__file__))')"
 fi

@@ -25,22 +25,29 @@ class WordNetUnavailable(RuntimeError):
 
 
 class WordNetLexicon:
-    """Synonyms and hypernyms of a word from nltk's WordNet corpus (loaded on construction)."""
+    """Synonyms and hypernyms of a word from WordNet.
 
-    def __init__(self):
-        try:
+    Args:
+        wordnet: an nltk ``WordNetCorpusReader``; default nltk's ``wordnet`` corpus, loaded now
+            (raises :class:`WordNetUnavailable` with install instructions when it is missing).
+    """
+
+    def __init__(self, wordnet=None):
+        if wordnet is None:
             from nltk.corpus import wordnet
 
-            wordnet.ensure_loaded()
-        except LookupError as e:
-            import nltk
+            try:
+                wordnet.ensure_loaded()
+            except LookupError as e:
+                import nltk
 
-            raise WordNetUnavailable(
-                "Positive phrase augmentation (INPUT.PHRASES.PPA True) needs nltk's WordNet data, "
-                f"which is not installed (searched {list(nltk.data.path)}). Install it with "
-                "`python -m nltk.downloader wordnet` where the internet is reachable and copy the "
-                "nltk_data folder to one of those paths, or set INPUT.PHRASES.PPA False."
-            ) from e
+                raise WordNetUnavailable(
+                    "Positive phrase augmentation (INPUT.PHRASES.PPA True) needs nltk's WordNet data, "
+                    f"which is not installed (searched {list(nltk.data.path)}). Install it with "
+                    "`python -m nltk.downloader wordnet`, or offline from Debian's WordNet with "
+                    "`apt-get install wordnet-base wordnet-sense-index && python tools/install_wordnet.py`, "
+                    "or set INPUT.PHRASES.PPA False."
+                ) from e
         self._wn = wordnet
         self._cache = {}
 

@@ -7,7 +7,7 @@ from detectron2.config import get_cfg
 from detectron2.data import transforms as T
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.data import PhraseDatasetMapper, PositivePhraseAugmenter, WordNetUnavailable
+from phrasedet.data import PhraseDatasetMapper, PositivePhraseAugmenter
 from phrasedet.data.datasets import load_flickr30k_entities
 from phrasedet.text.vocab import PhraseVocabulary
 
@@ -96,18 +96,6 @@ def test_ifs_mapper_needs_vocabulary_and_uses_counts(record):
     assert picks("inverse").count("hands") >= 297
     # 1 - share: P(hands) = (30000/30001) / (30000/30001 + 3 * 20001/30001) = 0.3333, uniform would be 0.25
     assert 80 < picks("one_minus_share").count("hands") < 125
-
-
-def test_wordnet_missing_gives_a_clear_message():
-    try:
-        from nltk.corpus import wordnet
-
-        wordnet.ensure_loaded()
-        pytest.skip("WordNet data is installed here")
-    except LookupError:
-        pass
-    with pytest.raises(WordNetUnavailable, match=r"nltk.downloader wordnet.*INPUT.PHRASES.PPA False"):
-        PositivePhraseAugmenter({"x"})
 
 
 def test_builtin_config_has_no_flip_and_mapper_builds_from_it():
