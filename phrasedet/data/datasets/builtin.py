@@ -3,17 +3,15 @@
 Real data live under ``$PHRASEDET_DATASETS`` (default ``./datasets``), laid out as the releases
 unpack (docs/DATA.md):
 
-=====================================  ==============================================================
-``flickr30k_entities_{train,val,test}``  ``flickr30k_entities/{Sentences,Annotations}``, ``flickr30k-images/``;
-                                         split lists and ``UNRELATED_CAPTIONS`` from the root, else the
-                                         copies shipped in ``phrasedet/data/splits``
-``referit_{train,val,trainval,test}``    ``refclef/refs(berkeley).p`` + ``instances.json``,
-                                         ``images/saiapr_tc-12/``; images chosen by Hu et al.'s lists
-``referit_unc_{train,val,testA,testB}``  the same with ``refs(unc).p`` and its split field
-``builtin_flickr30k_entities_{split}``   the built-in synthetic dataset in Flickr30K Entities format,
-``builtin_referit_{split}``              and in refclef format; generated on first use into
-                                         ``$PHRASEDET_CACHE`` (default ``~/.cache/phrasedet``)
-=====================================  ==============================================================
+- ``flickr30k_entities_{train,val,test}``: ``flickr30k_entities/{Sentences,Annotations}`` and
+  ``flickr30k-images/``; split lists and ``UNRELATED_CAPTIONS`` from the root when present, else
+  the copies shipped in ``phrasedet/data/splits``;
+- ``referit_{train,val,trainval,test}``: ``refclef/refs(berkeley).p`` + ``instances.json`` and
+  ``images/saiapr_tc-12/``, images chosen by Hu et al.'s lists (shipped);
+- ``referit_unc_{train,val,testA,testB}``: the same with ``refs(unc).p`` and its split field;
+- ``builtin_flickr30k_entities_{train,val,test}`` and ``builtin_referit_{train,val,test}``: the
+  built-in synthetic dataset in both formats, generated on first use into ``$PHRASEDET_CACHE``
+  (default ``~/.cache/phrasedet``).
 """
 import functools
 import os
