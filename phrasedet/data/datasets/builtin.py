@@ -19,7 +19,7 @@ import os
 from .common import cached_load
 from .flickr30k_entities import load_flickr30k_entities
 from .referit import load_referit
-from .register import register_flickr30k_entities, register_referit, register_grounding_dataset
+from .register import register_grounding_dataset
 
 __all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root"]
 
