@@ -2,7 +2,7 @@
 
 Importing the package registers its datasets (and its models, as they are added).
 """
-from . import data  # noqa: F401  (dataset registration by import side effect)
+from . import data, modeling  # noqa: F401  (registration by import side effect)
 from .config import add_phrasedet_config
 
 __version__ = "0.1.0"

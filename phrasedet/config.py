@@ -43,6 +43,26 @@ def add_phrasedet_config(cfg):
     # Training-count thresholds of the buckets: count <= 0 zero-shot, <= 100 few-shot, else common (paper 003).
     _C.PHRASEDET.VOCAB.BUCKET_THRESHOLDS = [0, 100]
 
+    _C.MODEL.PHRASE_ROI_HEADS = CN()
+    # Regions sampled per phrase in training (paper 003's code: 256, foreground fraction ROI_HEADS.POSITIVE_FRACTION).
+    _C.MODEL.PHRASE_ROI_HEADS.ROIS_PER_PHRASE = 256
+    # Per-region feature: "res5" (C4 res5 block + mean, paper 003) or "fc" (ROI_BOX_HEAD, e.g. 2 FC layers).
+    _C.MODEL.PHRASE_ROI_HEADS.REGION_HEAD = "res5"
+    # Region classifier from REGION_CLASSIFIER_REGISTRY ("QARCNNClassifier", ...).
+    _C.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "QARCNNClassifier"
+    # Detections kept per (image, phrase) at inference (paper 003: 1).
+    _C.MODEL.PHRASE_ROI_HEADS.TEST_TOPK = 1
+    # Phrases scored at once at inference; bounds memory for large vocabularies (paper 003's code: 1500).
+    _C.MODEL.PHRASE_ROI_HEADS.TEST_PHRASE_BATCH = 1500
+
+    _C.TEST.PHRASE_DETECTION = CN()
+    # Phrases scored at test: "dataset" (every distinct phrase of the test split, open-ended detection) or "image" (each image's own phrases: localization only).
+    _C.TEST.PHRASE_DETECTION.VOCABULARY = "dataset"
+    # mAP mode: "reference" (paper 003's released evaluator) or "standard" (VOC-style one-to-one matching).
+    _C.TEST.PHRASE_DETECTION.MODE = "reference"
+    # Write every detection to <OUTPUT_DIR>/inference/<dataset>/phrase_predictions.jsonl.
+    _C.TEST.PHRASE_DETECTION.SAVE_PREDICTIONS = True
+
     _C.INPUT.PHRASES = CN()
     # Phrases sampled per training image (paper 003: 5); each keeps all its boxes.
     _C.INPUT.PHRASES.MAX_PER_IMAGE = 5

@@ -34,3 +34,20 @@ def test_every_added_key_has_a_comment():
         stripped = line.strip()
         if stripped.startswith("_C.") and " = " in stripped and "CN()" not in stripped:
             assert src[i - 1].strip().startswith("#"), f"config.py:{i + 1} {stripped} has no comment"
+
+
+@pytest.mark.parametrize("path", [p for p in CONFIGS if not os.path.basename(p).startswith("Base-")] + [os.path.join(CONFIG_DIR, "Base-Builtin.yaml")], ids=os.path.basename)
+def test_config_builds_a_model(path, builtin_root):
+    import torch
+    from detectron2.modeling import build_model
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(path)
+    # word vectors need training captions: configs for real data borrow the built-in ones here
+    cfg.merge_from_list(["MODEL.DEVICE", "cpu", "PHRASEDET.TEXT.WORD2VEC_DATASET", "builtin_flickr30k_entities_train",
+                         "PHRASEDET.TEXT.WORD2VEC_EPOCHS", 1])
+    model = build_model(cfg)
+    assert type(model).__name__ == cfg.MODEL.META_ARCHITECTURE
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) > 0
+    assert isinstance(model.phrase_bank(["red circle"]), torch.Tensor)

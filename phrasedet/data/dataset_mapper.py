@@ -4,7 +4,8 @@ Output keys, besides Detectron2's ``image`` (uint8 tensor, C x H x W), ``height`
 
 - ``phrases``: list[str], P distinct normalized phrases the model is asked about. Training: at most
   ``INPUT.PHRASES.MAX_PER_IMAGE`` of them, sampled (uniform or IFS), plus PPA phrases if on.
-  Test: every distinct ground-truth phrase of the image.
+  Test: every distinct ground-truth phrase of the image, or, when the mapper is given a
+  list of ``test_phrases``, that whole list for every image (open-ended phrase detection).
 - ``instances``: :class:`Instances` of every box-target occurrence (all of them, so the
   phrase-agnostic RPN learns every phrase box), in the transformed image:
   ``gt_boxes`` (N x 4, union boxes), ``gt_classes`` (N, zeros: one "phrase region" class) and
@@ -56,6 +57,7 @@ class PhraseDatasetMapper:
         vocabulary: PhraseVocabulary = None,
         augmenter: PositivePhraseAugmenter = None,
         ppa_per_phrase: int = 1,
+        test_phrases: list = None,
     ):
         """
         Args:
@@ -67,7 +69,10 @@ class PhraseDatasetMapper:
             vocabulary: training counts, needed for IFS.
             augmenter: a :class:`PositivePhraseAugmenter`, or None for no PPA.
             ppa_per_phrase: augmented phrases offered per ground-truth phrase.
+            test_phrases: test only: the phrases asked about in every image (``None``: the image's own).
         """
+        if test_phrases is not None and is_train:
+            raise ValueError("a fixed phrase vocabulary is for inference; training samples the image's phrases")
         if max_phrases < 1:
             raise ValueError(f"INPUT.PHRASES.MAX_PER_IMAGE must be >= 1, got {max_phrases}")
         if sampling == "ifs" and vocabulary is None:
@@ -82,6 +87,8 @@ class PhraseDatasetMapper:
         self.vocabulary = vocabulary
         self.augmenter = augmenter
         self.ppa_per_phrase = ppa_per_phrase
+        self.test_phrases = list(test_phrases) if test_phrases is not None else None
+        self._test_phrase_index = {p: i for i, p in enumerate(self.test_phrases or ())}
         logger.info(
             "PhraseDatasetMapper(%s): augmentations %s; %s", "train" if is_train else "test", augmentations,
             f"{max_phrases} phrases per image, {sampling} sampling, PPA {'on' if augmenter else 'off'}"
@@ -89,7 +96,7 @@ class PhraseDatasetMapper:
         )
 
     @classmethod
-    def from_config(cls, cfg, is_train: bool = True):
+    def from_config(cls, cfg, is_train: bool = True, test_phrases=None):
         p = cfg.INPUT.PHRASES
         needs_vocab = is_train and (p.SAMPLING == "ifs" or p.PPA)
         vocab = training_vocabulary(cfg.DATASETS.TRAIN, cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS) if needs_vocab else None
@@ -107,6 +114,7 @@ class PhraseDatasetMapper:
             "vocabulary": vocab,
             "augmenter": augmenter,
             "ppa_per_phrase": p.PPA_PER_PHRASE,
+            "test_phrases": test_phrases,
         }
 
     def _count(self, phrase):
@@ -130,7 +138,7 @@ class PhraseDatasetMapper:
             (phrases, source): ``source[a]`` is the ground-truth phrase an augmented phrase ``a`` came from.
         """
         if not self.is_train:
-            return list(gt_phrases), {}
+            return (self.test_phrases if self.test_phrases is not None else list(gt_phrases)), {}
         aug = self._augmented(gt_phrases) if self.augmenter is not None else {}
         source = {a: p for p, alts in aug.items() for a in alts}
         chosen_gt, chosen_aug = choose_phrases(
@@ -139,8 +147,7 @@ class PhraseDatasetMapper:
         return chosen_gt + chosen_aug, {a: source[a] for a in chosen_aug}
 
     @staticmethod
-    def _instances(annotations, phrases, source, transforms, image_size):
-        index = {p: i for i, p in enumerate(phrases)}
+    def _instances(annotations, index, source, transforms, image_size):
         boxes = np.asarray([a["bbox"] for a in annotations], dtype=np.float64).reshape(-1, 4)
         boxes = transforms.apply_box(boxes) if len(boxes) else boxes
         ids = [index.get(a["phrase"], -1) for a in annotations]
@@ -169,5 +176,6 @@ class PhraseDatasetMapper:
         gt_phrases = list(dict.fromkeys(a["phrase"] for a in annotations))
         phrases, source = self.select_phrases(gt_phrases)
         d["phrases"] = phrases
-        d["instances"] = self._instances(annotations, phrases, source, transforms, image_size)
+        index = self._test_phrase_index if phrases is self.test_phrases else {p: i for i, p in enumerate(phrases)}
+        d["instances"] = self._instances(annotations, index, source, transforms, image_size)
         return d

@@ -1,0 +1,2 @@
+"""Meta-architectures; importing registers them."""
+from .phrase_rcnn import PhraseRCNN

@@ -1,0 +1,151 @@
+"""``PhraseROIHeads``: phrase-conditioned ROI heads (paper 003 Sec. 3).
+
+Training, per image with P phrases: sample regions per phrase from the shared proposals,
+compute each sampled region's feature once, score every (phrase, region) pair with the region
+classifier and regress the foreground pairs' boxes with the phrase-conditioned regressor.
+
+Inference: every phrase asked about (an image's own phrases, or a whole vocabulary in batches
+of ``TEST_PHRASE_BATCH``) keeps its top-K regions by score; their boxes are refined by that
+phrase's regression and clipped to the image. Memory grows with the batch, not the vocabulary.
+"""
+import torch
+from detectron2.config import configurable
+from detectron2.layers import cat
+from detectron2.modeling.box_regression import Box2BoxTransform
+from detectron2.modeling.proposal_generator.proposal_utils import add_ground_truth_to_proposals
+from detectron2.modeling.roi_heads import ROI_HEADS_REGISTRY
+from fvcore.nn import smooth_l1_loss
+from torch import nn
+
+from ..classifiers import PhraseTargets, build_region_classifier
+from .phrase_box_regression import PhraseBoxRegressor
+from .phrase_sampling import phrase_iou, sample_regions_per_phrase
+from .region_features import RegionFeatureExtractor
+
+__all__ = ["PhraseROIHeads"]
+
+
+@ROI_HEADS_REGISTRY.register()
+class PhraseROIHeads(nn.Module):
+    @configurable
+    def __init__(
+        self,
+        *,
+        region_features: RegionFeatureExtractor,
+        classifier: nn.Module,
+        box_regressor: PhraseBoxRegressor,
+        box2box_transform: Box2BoxTransform,
+        rois_per_phrase: int,
+        positive_fraction: float,
+        fg_threshold: float,
+        smooth_l1_beta: float = 1.0,
+        test_topk: int = 1,
+        test_phrase_batch: int = 1500,
+    ):
+        super().__init__()
+        self.region_features = region_features
+        self.classifier = classifier
+        self.box_regressor = box_regressor
+        self.box2box_transform = box2box_transform
+        self.rois_per_phrase = rois_per_phrase
+        self.positive_fraction = positive_fraction
+        self.fg_threshold = fg_threshold
+        self.smooth_l1_beta = smooth_l1_beta
+        self.test_topk = test_topk
+        self.test_phrase_batch = test_phrase_batch
+
+    @classmethod
+    def from_config(cls, cfg, input_shape, phrase_dim=None):
+        h = cfg.MODEL.PHRASE_ROI_HEADS
+        if phrase_dim is None:
+            raise ValueError("PhraseROIHeads needs the phrase feature size: build it through PhraseRCNN")
+        region_features = RegionFeatureExtractor(cfg, input_shape)
+        return {
+            "region_features": region_features,
+            "classifier": build_region_classifier(cfg, region_features.output_dim, phrase_dim),
+            "box_regressor": PhraseBoxRegressor(region_features.output_dim, phrase_dim),
+            "box2box_transform": Box2BoxTransform(weights=cfg.MODEL.ROI_BOX_HEAD.BBOX_REG_WEIGHTS),
+            "rois_per_phrase": h.ROIS_PER_PHRASE,
+            "positive_fraction": cfg.MODEL.ROI_HEADS.POSITIVE_FRACTION,
+            "fg_threshold": cfg.MODEL.ROI_HEADS.IOU_THRESHOLDS[0],
+            "smooth_l1_beta": cfg.MODEL.ROI_BOX_HEAD.SMOOTH_L1_BETA,
+            "test_topk": h.TEST_TOPK,
+            "test_phrase_batch": h.TEST_PHRASE_BATCH,
+        }
+
+    # ---------------------------------------------------------------- training
+    @torch.no_grad()
+    def _sample(self, proposals, targets, num_phrases):
+        """Per image: kept region boxes, PhraseTargets over them, matched gt boxes [P, R', 4]."""
+        proposals = add_ground_truth_to_proposals(targets, proposals)
+        out = []
+        for props, tgt, P in zip(proposals, targets, num_phrases):
+            iou, matched = phrase_iou(props.proposal_boxes, tgt.gt_boxes, tgt.gt_phrase_ids, P)
+            sampled = sample_regions_per_phrase(iou, self.rois_per_phrase, self.positive_fraction, self.fg_threshold)
+            keep = sampled.any(dim=0)
+            gt = tgt.gt_boxes.tensor[matched[:, keep]] if len(tgt) else iou.new_zeros((P, int(keep.sum()), 4))
+            out.append((props.proposal_boxes[keep], PhraseTargets(iou[:, keep], sampled[:, keep]), gt))
+        return out
+
+    def _box_loss(self, boxes, region_feats, phrase_embeds, targets, gt_boxes):
+        """Smooth-L1 over foreground (phrase, region) pairs, normalized by the sampled pairs."""
+        fg = targets.sampled & (targets.iou >= self.fg_threshold)
+        p_idx, r_idx = torch.nonzero(fg, as_tuple=True)
+        deltas = self.box_regressor(region_feats[r_idx], phrase_embeds[p_idx])
+        gt_deltas = self.box2box_transform.get_deltas(boxes.tensor[r_idx], gt_boxes[p_idx, r_idx])
+        loss = smooth_l1_loss(deltas, gt_deltas, self.smooth_l1_beta, reduction="sum")
+        return loss / max(int(targets.sampled.sum()), 1)
+
+    def losses(self, images, features, proposals, targets, phrase_feats):
+        samples = self._sample(proposals, targets, [len(v) for v in phrase_feats])
+        boxes = [s[0] for s in samples]
+        regions = self.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+        embeds = self.box_regressor.embed_phrases(cat(phrase_feats)).split([len(v) for v in phrase_feats])
+        totals = {}
+        for (b, tgt, gt), r, v, e in zip(samples, regions, phrase_feats, embeds):
+            _, cls_losses = self.classifier(r, v, tgt)
+            cls_losses["loss_phrase_box_reg"] = self._box_loss(b, r, e, tgt, gt)
+            for k, val in cls_losses.items():
+                totals[k] = totals.get(k, 0.0) + val / len(samples)
+        return totals
+
+    # ---------------------------------------------------------------- inference
+    @torch.no_grad()
+    def _score_batch(self, boxes, regions, image_size, phrase_feats):
+        """Top-K regions of B phrases: scores [B, K] (sigmoid), refined boxes [B, K, 4]."""
+        logits, _ = self.classifier(regions, phrase_feats)
+        k = min(self.test_topk, logits.shape[1])
+        top, idx = logits.topk(k, dim=1)
+        deltas = self.box_regressor(regions[idx], self.box_regressor.embed_phrases(phrase_feats)[:, None])
+        refined = self.box2box_transform.apply_deltas(deltas.reshape(-1, 4), boxes.tensor[idx].reshape(-1, 4))
+        h, w = image_size
+        refined[:, 0::2] = refined[:, 0::2].clamp(0, w)
+        refined[:, 1::2] = refined[:, 1::2].clamp(0, h)
+        return top.sigmoid(), refined.reshape(len(phrase_feats), k, 4)
+
+    @torch.no_grad()
+    def inference(self, images, features, proposals, phrase_feats):
+        """
+        Args:
+            phrase_feats: per image, [P_i, D_t] features of the phrases to score (all images may
+                share one vocabulary tensor).
+
+        Returns:
+            per image, (scores [P_i, K], boxes [P_i, K, 4]) on the CPU, boxes in the resized image.
+        """
+        boxes = [p.proposal_boxes for p in proposals]
+        regions = self.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+        results = []
+        for b, r, size, v in zip(boxes, regions, images.image_sizes, phrase_feats):
+            if len(b) == 0:
+                results.append((torch.full((len(v), 0), float("nan")), torch.zeros((len(v), 0, 4))))
+                continue
+            parts = [self._score_batch(b, r, size, v[i:i + self.test_phrase_batch]) for i in range(0, len(v), self.test_phrase_batch)]
+            results.append((cat([s for s, _ in parts]).cpu(), cat([x for _, x in parts]).cpu()))
+        return results
+
+    def forward(self, images, features, proposals, targets=None, phrase_feats=None):
+        """Training: ``({}, losses)``; inference: ``(results, {})`` (see :meth:`inference`)."""
+        if self.training:
+            return {}, self.losses(images, features, proposals, targets, phrase_feats)
+        return self.inference(images, features, proposals, phrase_feats), {}

@@ -1,0 +1,136 @@
+"""Phrase-conditioned ROI heads on random features (after detectron2's tests/modeling/test_roi_heads.py)."""
+import math
+
+import pytest
+import torch
+from detectron2.config import get_cfg
+from detectron2.layers import ShapeSpec
+from detectron2.structures import Boxes, ImageList, Instances
+from detectron2.utils.events import EventStorage
+
+from phrasedet.config import add_phrasedet_config
+from phrasedet.modeling import PhraseROIHeads
+from phrasedet.modeling.classifiers import PhraseTargets, QARCNNClassifier
+from phrasedet.modeling.roi_heads import box_geometry
+from phrasedet.modeling.roi_heads.phrase_sampling import phrase_iou, sample_regions_per_phrase
+
+PHRASE_DIM = 8
+
+
+def _cfg():
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.MODEL.ROI_HEADS.NAME = "PhraseROIHeads"
+    cfg.MODEL.ROI_HEADS.IN_FEATURES = ["res4"]
+    cfg.MODEL.ROI_BOX_HEAD.NAME = "FastRCNNConvFCHead"
+    cfg.MODEL.ROI_BOX_HEAD.NUM_FC = 2
+    cfg.MODEL.ROI_BOX_HEAD.FC_DIM = 32
+    cfg.MODEL.ROI_BOX_HEAD.POOLER_RESOLUTION = 4
+    cfg.MODEL.PHRASE_ROI_HEADS.REGION_HEAD = "fc"
+    cfg.MODEL.PHRASE_ROI_HEADS.ROIS_PER_PHRASE = 16
+    cfg.MODEL.ROI_HEADS.POSITIVE_FRACTION = 0.25
+    return cfg
+
+
+def _heads(cfg):
+    torch.manual_seed(0)
+    return PhraseROIHeads(cfg, {"res4": ShapeSpec(channels=16, stride=16)}, phrase_dim=PHRASE_DIM)
+
+
+def _case():
+    torch.manual_seed(0)
+    images = ImageList(torch.zeros(2, 3, 64, 64), [(64, 64), (48, 64)])
+    features = {"res4": torch.rand(2, 16, 4, 4)}
+    gt_boxes = [torch.tensor([[2.0, 2.0, 30.0, 30.0], [34.0, 10.0, 60.0, 40.0], [2.0, 2.0, 30.0, 30.0]]),
+                torch.tensor([[10.0, 5.0, 40.0, 40.0]])]
+    phrase_ids = [torch.tensor([0, 1, -1]), torch.tensor([0])]
+    proposals, targets = [], []
+    for size, boxes, ids in zip(images.image_sizes, gt_boxes, phrase_ids):
+        p = Instances(size)
+        jitter = torch.cat([boxes + torch.randn(len(boxes), 4) for _ in range(5)])
+        rand = torch.rand(20, 2) * 30
+        p.proposal_boxes = Boxes(torch.cat([jitter, torch.cat([rand, rand + 10 + torch.rand(20, 2) * 20], 1)]))
+        p.objectness_logits = torch.zeros(len(p.proposal_boxes))
+        proposals.append(p)
+        t = Instances(size)
+        t.gt_boxes, t.gt_phrase_ids, t.gt_classes = Boxes(boxes), ids, torch.zeros(len(boxes), dtype=torch.long)
+        targets.append(t)
+    phrase_feats = [torch.randn(2, PHRASE_DIM), torch.randn(1, PHRASE_DIM)]
+    return images, features, proposals, targets, phrase_feats
+
+
+def test_box_geometry_by_hand():
+    g = box_geometry(torch.tensor([[10.0, 20.0, 30.0, 60.0]]), (100, 50))  # H=100, W=50
+    torch.testing.assert_close(g, torch.tensor([[0.2, 0.2, 0.6, 0.6, 800 / 5000]]))
+
+
+def test_per_phrase_iou_and_sampling():
+    boxes = Boxes(torch.tensor([[0.0, 0, 10, 10], [20.0, 20, 30, 30], [0.0, 0, 10, 20]]))
+    gt = Boxes(torch.tensor([[0.0, 0, 10, 10], [20.0, 20, 30, 30], [0.0, 0, 10, 10]]))
+    iou, matched = phrase_iou(boxes, gt, torch.tensor([0, 1, -1]), 2)
+    torch.testing.assert_close(iou, torch.tensor([[1.0, 0.0, 0.5], [0.0, 1.0, 0.0]]))
+    assert matched[0, 0].item() == 0 and matched[1, 1].item() == 1
+    torch.manual_seed(0)
+    sampled = sample_regions_per_phrase(iou, 2, 0.5, 0.5)
+    # per phrase: 1 foreground at most (2 * 0.5), the rest background; region 0 is fg for phrase 0, bg for 1
+    assert sampled.sum(1).tolist() == [2, 2]
+    assert sampled[0, 0] and sampled[1, 1]
+
+
+def test_qa_rcnn_loss_by_hand():
+    cfg = _cfg()
+    clf = QARCNNClassifier(cfg, region_dim=2, phrase_dim=2)
+    with torch.no_grad():
+        clf.weight_generator.weight.copy_(torch.eye(2))
+        clf.weight_generator.bias.zero_()
+        clf.bias.fill_(0.5)
+    regions = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    phrases = torch.tensor([[1.0, 1.0]])
+    targets = PhraseTargets(iou=torch.tensor([[0.7, 0.2]]), sampled=torch.tensor([[True, True]]))
+    logits, losses = clf(regions, phrases, targets)
+    torch.testing.assert_close(logits, torch.tensor([[1.5, 2.5]]))
+    # region 0 positive (IoU 0.7 >= 0.5): -log sigmoid(1.5); region 1 negative: -log(1 - sigmoid(2.5))
+    expected = (math.log1p(math.exp(-1.5)) + math.log1p(math.exp(2.5))) / 2
+    assert losses["loss_phrase_cls"].item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_training_losses_are_finite_and_decrease_when_overfitting():
+    cfg = _cfg()
+    heads = _heads(cfg)
+    heads.train()
+    images, features, proposals, targets, phrase_feats = _case()
+    opt = torch.optim.Adam(heads.parameters(), lr=0.01)
+    history = []
+    with EventStorage():
+        for _ in range(40):
+            torch.manual_seed(1)  # the same ROI sample each step
+            _, losses = heads(images, features, proposals, targets, phrase_feats)
+            assert set(losses) == {"loss_phrase_cls", "loss_phrase_box_reg"}
+            total = sum(losses.values())
+            assert torch.isfinite(total)
+            history.append(total.item())
+            opt.zero_grad()
+            total.backward()
+            opt.step()
+    assert history[-1] < 0.3 * history[0]
+
+
+def test_inference_shapes_topk_and_phrase_batches():
+    cfg = _cfg()
+    cfg.MODEL.PHRASE_ROI_HEADS.TEST_TOPK = 3
+    cfg.MODEL.PHRASE_ROI_HEADS.TEST_PHRASE_BATCH = 4
+    heads = _heads(cfg)
+    heads.eval()
+    images, features, proposals, _, _ = _case()
+    vocab = torch.randn(10, PHRASE_DIM)
+    results, _ = heads(images, features, proposals, None, [vocab, vocab])
+    for (scores, boxes), size in zip(results, images.image_sizes):
+        assert scores.shape == (10, 3) and boxes.shape == (10, 3, 4)
+        assert torch.all(scores[:, :-1] >= scores[:, 1:])  # sorted per phrase
+        assert torch.all((scores > 0) & (scores < 1))
+        assert boxes[..., 2].max() <= size[1] and boxes[..., 3].max() <= size[0] and boxes.min() >= 0
+    # scoring in batches of 4 equals scoring the 10 phrases one by one
+    heads.test_phrase_batch = 1
+    again, _ = heads(images, features, proposals, None, [vocab, vocab])
+    torch.testing.assert_close(again[0][0], results[0][0])
+    torch.testing.assert_close(again[0][1], results[0][1])
