@@ -24,6 +24,7 @@ setup(
         "scikit-learn>=1.3",
         "numpy",
         "Pillow",
+        "opencv-python-headless",  # detectron2's Visualizer imports cv2
     ],
     extras_require={
         # The optional GloVe package too, so the tests cover loading it.

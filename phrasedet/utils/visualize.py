@@ -7,11 +7,8 @@
 - :func:`save_test_visualizations`: PNGs of the first images of a dataset, asked about their own
   ground-truth phrases.
 """
-import importlib
 import math
 import os
-import sys
-import types
 from typing import List, Optional, Sequence, Tuple
 
 import matplotlib as mpl
@@ -21,6 +18,7 @@ from detectron2.data import DatasetCatalog
 from detectron2.data import detection_utils as utils
 from detectron2.data import transforms as T
 from detectron2.utils.colormap import colormap
+from detectron2.utils.visualizer import Visualizer
 from PIL import Image
 
 from phrasedet.text import normalize_phrase
@@ -37,39 +35,6 @@ __all__ = [
 MAX_PHRASES_PER_IMAGE = 6
 
 
-def _import_visualizer():
-    """``detectron2.utils.visualizer.Visualizer``, importable without OpenCV.
-
-    Detectron2's visualizer imports ``cv2`` at module level but uses it only for masks
-    (contours, connected components), which boxes and text never reach; OpenCV is not among
-    phrasedet's requirements. Without it, the module is imported against a placeholder ``cv2``
-    whose every attribute raises ImportError; the placeholder is removed from ``sys.modules``
-    right after, so ``import cv2`` elsewhere still fails as usual.
-    """
-    name = "detectron2.utils.visualizer"
-    if name in sys.modules:
-        return sys.modules[name].Visualizer
-    try:
-        import cv2  # noqa: F401
-    except ImportError:
-        placeholder = types.ModuleType("cv2")
-
-        def _missing(attr):
-            raise ImportError(f"cv2.{attr}: OpenCV is not installed (pip install opencv-python-headless); "
-                              "phrasedet draws boxes and text only, which do not need it")
-
-        placeholder.__getattr__ = _missing
-        sys.modules["cv2"] = placeholder
-        try:
-            module = importlib.import_module(name)
-        finally:
-            if sys.modules.get("cv2") is placeholder:
-                del sys.modules["cv2"]
-        return module.Visualizer
-    return importlib.import_module(name).Visualizer
-
-
-Visualizer = _import_visualizer()
 
 
 def phrase_colors(n: int) -> List[np.ndarray]:
