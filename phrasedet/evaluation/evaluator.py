@@ -1,0 +1,212 @@
+"""Detectron2 ``DatasetEvaluator`` for phrase detection mAP and phrase localization accuracy."""
+import json
+import logging
+import os
+import shutil
+from typing import Optional
+
+import numpy as np
+import torch
+from detectron2.evaluation import DatasetEvaluator
+from detectron2.utils import comm
+
+from .dataset import bucket_vocabulary, load_test_split, train_dataset_of
+from .detections import PhraseColumns, PhraseDetections
+from .phrase_detection_ap import MODES, evaluate_phrase_detection
+from .predictions import PredictionWriter
+from .report import format_results_table
+
+__all__ = ["PhraseDetectionEvaluator"]
+
+PREDICTIONS_FILE = "phrase_predictions.jsonl"
+PHRASE_APS_FILE = "phrase_aps.json"
+# Bytes of scores one process sends per gather round (bounds the memory of the gather).
+_GATHER_BYTES = 64 << 20
+
+
+def _numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().to("cpu", torch.float32).numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+class PhraseDetectionEvaluator(DatasetEvaluator):
+    """Phrase detection mAP (zero/few/common-shot buckets) and localization accuracy.
+
+    Each model output is ``{"phrases": list[str] (P), "scores": [P, K], "boxes": [P, K, 4]}``
+    (boxes xyxy in original image coordinates, K detections per phrase sorted by score). Images
+    are identified by ``image_id`` and ordered as in the dataset, so the result does not depend on
+    the order in which images arrive nor on the number of processes.
+
+    Parameters
+    ----------
+    dataset_name : str
+        Registered test split (its ``train_dataset`` metadata names the split whose instance
+        counts define the buckets).
+    mode : "reference" or "standard"
+        Labelling of detections (docs/EVALUATION.md).
+    iou_thresh : float
+        IoU for a true positive and for a localized instance.
+    output_dir : str, optional
+        Where ``phrase_aps.json`` and ``phrase_predictions.jsonl`` are written (main process).
+    distributed : bool
+        Gather the detections of all processes to the main one (other processes return {}).
+        If False, each process evaluates what it saw.
+    save_predictions : bool
+        Write every detection to ``<output_dir>/phrase_predictions.jsonl`` (readable by
+        ``tools/evaluate_predictions.py``). Each process streams its part to
+        ``phrase_predictions.jsonl.part<rank>``, so ``output_dir`` must be visible to all
+        processes. Open-vocabulary runs write N_images x V x K records (Flickr30K: ~5M lines).
+    train_dataset : str, optional
+        Overrides the metadata's ``train_dataset``.
+    """
+
+    def __init__(self, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
+                 output_dir: Optional[str] = None, distributed: bool = True, save_predictions: bool = True,
+                 *, train_dataset: Optional[str] = None):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self._logger = logging.getLogger(__name__)
+        self._dataset_name = dataset_name
+        self._mode = mode
+        self._iou_thresh = float(iou_thresh)
+        self._output_dir = output_dir
+        self._distributed = distributed
+        self._save_predictions = bool(save_predictions and output_dir)
+        self._train_dataset = train_dataset_of(dataset_name, train_dataset)  # fails early when unset
+        _, self._gt = load_test_split(dataset_name)
+        self._dets = None
+        self._writer = None
+        self._columns = (None, None)
+        self.reset()
+
+    # ------------------------------------------------------------------ collection
+    def _part_path(self, rank: int) -> str:
+        return os.path.join(self._output_dir, f"{PREDICTIONS_FILE}.part{rank}")
+
+    def _output_path(self, name: str) -> str:
+        """``<output_dir>/<name>``; without gathering, a process other than the only one adds
+        ``.rank<r>`` (each process evaluates its own images)."""
+        if not self._gathers() and comm.get_world_size() > 1:
+            stem, ext = os.path.splitext(name)
+            name = f"{stem}.rank{comm.get_rank()}{ext}"
+        return os.path.join(self._output_dir, name)
+
+    def reset(self):
+        self._dets = None
+        self._columns = (None, None)
+        self._num_unknown_rows = 0
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def _columns_of(self, phrases) -> PhraseColumns:
+        last, columns = self._columns
+        if phrases is not last and not (last is not None and len(phrases) == len(last) and phrases == last):
+            columns = PhraseColumns(phrases, self._gt.phrase_index)
+            self._columns = (phrases, columns)
+        return columns
+
+    def process(self, inputs, outputs):
+        for inp, out in zip(inputs, outputs):
+            image_id = str(inp["image_id"])
+            i = self._gt.image_index.get(image_id)
+            if i is None:
+                raise ValueError(f"image_id {image_id!r} is not in dataset {self._dataset_name!r}")
+            phrases = out["phrases"]
+            scores = _numpy(out["scores"])
+            boxes = _numpy(out["boxes"])
+            if scores.ndim == 1:
+                scores = scores[:, None]
+            boxes = boxes.reshape(scores.shape + (4,))
+            columns = self._columns_of(phrases)
+            if self._dets is None:
+                self._dets = PhraseDetections(self._gt, scores.shape[1])
+            self._dets.add_image(i, scores, boxes, None if columns.identity else columns)
+            self._num_unknown_rows += columns.num_unknown
+            if self._save_predictions:
+                if self._writer is None:
+                    os.makedirs(self._output_dir, exist_ok=True)
+                    self._writer = PredictionWriter(self._part_path(comm.get_rank()) if self._gathers()
+                                                    else self._output_path(PREDICTIONS_FILE))
+                self._writer.write(image_id, phrases, scores, boxes)
+
+    # ------------------------------------------------------------------ gathering
+    def _gathers(self) -> bool:
+        return self._distributed and comm.get_world_size() > 1
+
+    def _gather(self) -> None:
+        """Move the detections of every process into the main process' matrix, in rounds of at
+        most ``_GATHER_BYTES`` per process."""
+        local = np.flatnonzero(self._dets.filled) if self._dets is not None else np.zeros(0, np.int64)
+        k_local = self._dets.k if self._dets is not None else 0
+        info = comm.all_gather((len(local), k_local))
+        ks = {k for n, k in info if n > 0}
+        if len(ks) > 1:
+            raise ValueError(f"processes produced different numbers of detections per phrase: {sorted(ks)}")
+        if not ks:
+            return
+        K = ks.pop()
+        main = comm.is_main_process()
+        if main and self._dets is None:
+            self._dets = PhraseDetections(self._gt, K)
+        chunk = max(1, _GATHER_BYTES // max(1, self._gt.num_phrases * K * 4))
+        rounds = max(-(-n // chunk) for n, _ in info)
+        for r in range(rounds):
+            part = local[r * chunk:(r + 1) * chunk]
+            payload = self._dets.export_images(part) if (len(part) and not main) else None
+            received = comm.gather(payload, dst=0)
+            for p in received if main else ():
+                if p is not None:
+                    self._dets.import_images(*p)
+        if not main:
+            self._dets = None
+
+    def _merge_prediction_parts(self) -> None:
+        world = comm.get_world_size()
+        parts = [self._part_path(r) for r in range(world)]
+        missing = [p for p in parts if not os.path.isfile(p)]
+        if missing:
+            self._logger.warning("%s not written: missing %s (output_dir must be shared by all processes, "
+                                 "and every process must have seen images)", PREDICTIONS_FILE, missing)
+        with open(os.path.join(self._output_dir, PREDICTIONS_FILE), "wb") as out:
+            for p in parts:
+                if os.path.isfile(p):
+                    with open(p, "rb") as f:
+                        shutil.copyfileobj(f, out)
+                    os.remove(p)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self):
+        if self._writer is not None:
+            self._writer.close()
+        if self._gathers():
+            comm.synchronize()
+            num_unknown = sum(comm.all_gather(self._num_unknown_rows))
+            self._gather()
+            if not comm.is_main_process():
+                return {}
+            if self._save_predictions:
+                self._merge_prediction_parts()
+        else:
+            num_unknown = self._num_unknown_rows
+        if self._dets is None:
+            self._logger.warning("[PhraseDetectionEvaluator] Did not receive valid predictions.")
+            return {}
+        if num_unknown:
+            self._logger.info("%d output rows scored phrases without test instances (ignored)", num_unknown)
+        missing = self._dets.finalize()
+        if missing:
+            self._logger.warning("%d of %d test images had no predictions (their instances count as misses)",
+                                 missing, self._gt.num_images)
+        result = evaluate_phrase_detection(self._gt, self._dets, mode=self._mode, iou_thresh=self._iou_thresh)
+        vocabulary = bucket_vocabulary(self._train_dataset)
+        metrics = result.summarize(vocabulary)
+        self._logger.info(
+            "Phrase detection on %s (mode=%s, IoU>=%.2f, buckets from %s training counts), in %%:\n%s",
+            self._dataset_name, self._mode, self._iou_thresh, self._train_dataset, format_results_table(metrics))
+        if self._output_dir:
+            os.makedirs(self._output_dir, exist_ok=True)
+            with open(self._output_path(PHRASE_APS_FILE), "w", encoding="utf-8") as f:
+                json.dump(result.per_phrase(vocabulary), f, indent=1)
+        return {"phrase_detection": metrics}

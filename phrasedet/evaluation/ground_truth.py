@@ -1,0 +1,142 @@
+"""Ground truth of a test split as flat arrays, and the test vocabulary.
+
+Images are indexed by their position in the dataset (``DatasetCatalog`` order) and phrases by
+their position in the vocabulary. Every ground-truth instance (one annotation: a (caption,
+phrase) occurrence with its union box) is one row of the ``gt_*`` arrays. Instances of the same
+phrase in the same image form a *pair* ``(image, phrase)``; inside a pair, instances keep the
+annotation order and get a ``copy`` index ``0..m-1`` (the reference mode appends one copy of the
+image's detections per instance, see :mod:`.phrase_detection_ap`).
+"""
+from typing import Iterable, List, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["test_vocabulary", "PhraseGroundTruth"]
+
+
+def test_vocabulary(dataset_dicts: Iterable[dict]) -> List[str]:
+    """Sorted distinct ``phrase`` of all annotations of ``dataset_dicts``.
+
+    The open-vocabulary model scores exactly these phrases in every test image; every one of them
+    has at least one test instance.
+    """
+    return sorted({ann["phrase"] for d in dataset_dicts for ann in d.get("annotations", ())})
+
+
+test_vocabulary.__test__ = False  # not a test, although pytest would collect the name where imported
+
+
+class PhraseGroundTruth:
+    """Ground-truth instances of a test split, grouped into (image, phrase) pairs.
+
+    Parameters
+    ----------
+    image_ids : sequence of str, length N
+        Image ids in dataset order (distinct). The position is the image index used everywhere,
+        including the tie-breaking rule of the ranking.
+    phrases : sequence of str, length V
+        The phrase vocabulary (distinct).
+    gt_image, gt_phrase : int arrays [G]
+        Image and phrase index of each instance.
+    gt_box : float array [G, 4]
+        Instance box, continuous ``[x1, y1, x2, y2]``.
+
+    Attributes
+    ----------
+    gt_image, gt_phrase, gt_box, gt_copy, gt_pair : arrays [G]
+        Instances sorted by (image, phrase), stable (annotation order inside a pair); ``gt_copy``
+        is the index of the instance inside its pair, ``gt_pair`` the pair's index.
+    pair_image, pair_phrase, pair_num_gt, pair_first_gt : int64 arrays [M]
+        Pairs sorted by (image, phrase); ``pair_first_gt`` is the first row of the pair's
+        instances (they are contiguous).
+    num_gt : int64 array [V]
+        Number of test instances of each phrase (0: the phrase is skipped by the mAP).
+    """
+
+    def __init__(self, image_ids: Sequence[str], phrases: Sequence[str], gt_image, gt_phrase, gt_box):
+        self.image_ids = [str(i) for i in image_ids]
+        self.phrases = list(phrases)
+        self.image_index = {image_id: i for i, image_id in enumerate(self.image_ids)}
+        self.phrase_index = {p: j for j, p in enumerate(self.phrases)}
+        if len(self.image_index) != len(self.image_ids):
+            dup = next(i for i in self.image_ids if self.image_ids.count(i) > 1)
+            raise ValueError(f"image_id {dup!r} occurs more than once in the dataset")
+        if len(self.phrase_index) != len(self.phrases):
+            raise ValueError("the phrase vocabulary has duplicate phrases")
+        N, V = len(self.image_ids), len(self.phrases)
+        gt_image = np.asarray(gt_image, dtype=np.int64).reshape(-1)
+        gt_phrase = np.asarray(gt_phrase, dtype=np.int64).reshape(-1)
+        gt_box = np.asarray(gt_box, dtype=np.float64).reshape(-1, 4)
+        if not (len(gt_image) == len(gt_phrase) == len(gt_box)):
+            raise ValueError("gt_image, gt_phrase and gt_box must have the same length")
+        if len(gt_image) and (gt_image.min() < 0 or gt_image.max() >= N or gt_phrase.min() < 0 or gt_phrase.max() >= V):
+            raise ValueError("ground-truth image or phrase index out of range")
+
+        order = np.lexsort((gt_phrase, gt_image))  # stable: annotation order inside a pair
+        self.gt_image, self.gt_phrase, self.gt_box = gt_image[order], gt_phrase[order], gt_box[order]
+        key = self.gt_image * V + self.gt_phrase
+        new_pair = np.ones(len(key), dtype=bool)
+        new_pair[1:] = key[1:] != key[:-1]
+        self.pair_first_gt = np.flatnonzero(new_pair).astype(np.int64)
+        self.pair_key = key[self.pair_first_gt]
+        self.pair_image = self.gt_image[self.pair_first_gt]
+        self.pair_phrase = self.gt_phrase[self.pair_first_gt]
+        self.pair_num_gt = np.diff(np.append(self.pair_first_gt, len(key))).astype(np.int64)
+        self.gt_pair = np.cumsum(new_pair) - 1
+        self.gt_copy = np.arange(len(key), dtype=np.int64) - self.pair_first_gt[self.gt_pair]
+        self.num_gt = np.bincount(self.gt_phrase, minlength=V).astype(np.int64)
+        # pairs of image i are pair_start[i]:pair_start[i + 1]
+        self.image_pair_start = np.searchsorted(self.pair_image, np.arange(N + 1))
+
+    @classmethod
+    def from_dataset_dicts(cls, dataset_dicts: Sequence[dict], phrases: Optional[Sequence[str]] = None):
+        """Instances of ``d["annotations"]`` (``phrase`` and ``bbox``) of every record.
+
+        ``phrases`` defaults to :func:`test_vocabulary`; when given it must contain every
+        annotated phrase.
+        """
+        dataset_dicts = list(dataset_dicts)
+        if phrases is None:
+            phrases = test_vocabulary(dataset_dicts)
+        index = {p: j for j, p in enumerate(phrases)}
+        gt_image, gt_phrase, gt_box = [], [], []
+        for i, d in enumerate(dataset_dicts):
+            for ann in d.get("annotations", ()):
+                j = index.get(ann["phrase"])
+                if j is None:
+                    raise ValueError(f"image {d['image_id']!r}: annotated phrase {ann['phrase']!r} "
+                                     f"is not in the vocabulary")
+                gt_image.append(i)
+                gt_phrase.append(j)
+                gt_box.append(ann["bbox"])
+        return cls([d["image_id"] for d in dataset_dicts], phrases, gt_image, gt_phrase,
+                   np.asarray(gt_box, dtype=np.float64).reshape(-1, 4))
+
+    @property
+    def num_images(self) -> int:
+        return len(self.image_ids)
+
+    @property
+    def num_phrases(self) -> int:
+        return len(self.phrases)
+
+    @property
+    def num_instances(self) -> int:
+        return len(self.gt_image)
+
+    @property
+    def num_pairs(self) -> int:
+        return len(self.pair_image)
+
+    def pairs_of_image(self, image_index: int) -> slice:
+        """Slice of the pair arrays holding the pairs of one image (sorted by phrase index)."""
+        return slice(int(self.image_pair_start[image_index]), int(self.image_pair_start[image_index + 1]))
+
+    def find_pairs(self, image_index, phrase_index) -> np.ndarray:
+        """Pair index of each ``(image_index, phrase_index)``, -1 where the image has no instance of the phrase."""
+        key = np.asarray(image_index, dtype=np.int64) * self.num_phrases + np.asarray(phrase_index, dtype=np.int64)
+        pos = np.searchsorted(self.pair_key, key)
+        if self.num_pairs == 0:
+            return np.full(key.shape, -1, dtype=np.int64)
+        found = (pos < self.num_pairs) & (self.pair_key[np.minimum(pos, self.num_pairs - 1)] == key)
+        return np.where(found, pos, -1)

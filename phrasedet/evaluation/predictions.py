@@ -1,0 +1,213 @@
+"""The phrase-predictions file: writing (by the evaluator), reading, and evaluating it.
+
+A record is one detection::
+
+    {"image_id": "1000092795", "phrase": "young man", "box": [12.5, 30.0, 140.0, 310.25], "score": 0.91}
+
+``image_id`` (str) names a test image, ``phrase`` is the *normalized* phrase, ``box`` is
+``[x1, y1, x2, y2]`` in continuous original-image coordinates, ``score`` a number (``Infinity``
+and ``-Infinity`` allowed, NaN not). A (image, phrase) may have several records: they are its
+detections k = 0, 1, ... in file order. The file is a JSON list of records, or JSON lines (one
+record per line): JSON lines when the name ends in ``.jsonl`` or the first non-blank character
+is not ``[``. Records of phrases that are not test phrases (no test instance) are ignored.
+"""
+import json
+import logging
+import math
+from array import array
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .dataset import bucket_vocabulary, load_test_split, train_dataset_of
+from .detections import PhraseDetections
+from .ground_truth import PhraseGroundTruth
+from .phrase_detection_ap import evaluate_phrase_detection
+
+__all__ = ["PredictionWriter", "format_prediction_lines", "iter_prediction_records", "load_predictions",
+           "evaluate_predictions_file"]
+
+logger = logging.getLogger(__name__)
+
+_RECORD_KEYS = ("image_id", "phrase", "box", "score")
+
+
+def _json_number(x: float) -> str:
+    if math.isfinite(x):
+        return "%.9g" % x  # 9 significant digits: float32 values round-trip exactly
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def format_prediction_lines(image_id: str, phrases_json: Sequence[str], scores: np.ndarray, boxes: np.ndarray) -> list:
+    """JSON lines of one image's detections (NaN scores = no detection, not written).
+
+    ``phrases_json[r]`` is the JSON encoding of the phrase of row r; ``scores [P, K]`` and
+    ``boxes [P, K, 4]`` are cast to float32 first, so the file holds exactly what the in-loop
+    evaluator compares.
+    """
+    scores = np.asarray(scores, dtype=np.float32)
+    boxes = np.asarray(boxes, dtype=np.float32).reshape(scores.shape + (4,))
+    r_idx, k_idx = np.nonzero(~np.isnan(scores))
+    s = scores[r_idx, k_idx].astype(np.float64)
+    b = boxes[r_idx, k_idx].astype(np.float64)
+    head = '{"image_id": %s, "phrase": ' % json.dumps(str(image_id))
+    if np.isfinite(s).all() and np.isfinite(b).all():
+        fmt = head + '%s, "box": [%.9g, %.9g, %.9g, %.9g], "score": %.9g}\n'
+        return [fmt % (phrases_json[r], x1, y1, x2, y2, sc)
+                for r, (x1, y1, x2, y2), sc in zip(r_idx.tolist(), b.tolist(), s.tolist())]
+    fmt = head + '%s, "box": [%s], "score": %s}\n'
+    return [fmt % (phrases_json[r], ", ".join(map(_json_number, bb)), _json_number(sc))
+            for r, bb, sc in zip(r_idx.tolist(), b.tolist(), s.tolist())]
+
+
+class PredictionWriter:
+    """Writes the records of images, one JSON line per detection, to ``path``."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._file = open(path, "w", encoding="utf-8")
+        self._phrases = None
+        self._phrases_json = None
+        self.num_records = 0
+
+    def write(self, image_id: str, phrases: Sequence[str], scores, boxes) -> None:
+        """Append the detections of one image (``phrases`` as in the model output contract)."""
+        if phrases is not self._phrases:  # the open-vocabulary model passes the same list every time
+            self._phrases, self._phrases_json = phrases, [json.dumps(p) for p in phrases]
+        lines = format_prediction_lines(image_id, self._phrases_json, scores, boxes)
+        self._file.writelines(lines)
+        self.num_records += len(lines)
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _is_json_lines(path: str) -> bool:
+    if path.endswith(".jsonl"):
+        return True
+    with open(path, encoding="utf-8") as f:
+        while True:
+            c = f.read(1)
+            if not c:
+                return True  # empty file: no records either way
+            if not c.isspace():
+                return c != "["
+
+
+def iter_prediction_records(path: str):
+    """Yield ``(where, record)`` for each record of a predictions file, where ``where`` is
+    ``"line N"`` (JSON lines, 1-based, blank lines skipped) or ``"record N"`` (JSON list, 1-based)."""
+    if _is_json_lines(path):
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}: line {n}: not valid JSON ({e.msg})") from None
+                yield f"line {n}", record
+    else:
+        with open(path, encoding="utf-8") as f:
+            try:
+                records = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        if not isinstance(records, list):
+            raise ValueError(f"{path}: a JSON predictions file must hold a list of records, "
+                             f"got {type(records).__name__}")
+        for n, record in enumerate(records, 1):
+            yield f"record {n}", record
+
+
+def _bad(path, where, key, why):
+    return ValueError(f"{path}: {where}: key {key!r}: {why}")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
+    """Read a predictions file into :class:`PhraseDetections` over ``gt``.
+
+    Raises ValueError naming the file, the record (``line N`` / ``record N``) and the key of a
+    malformed record, or the unknown ``image_id``. Records of phrases outside the test vocabulary
+    are ignored (logged with their count).
+    """
+    image_index, phrase_index = gt.image_index, gt.phrase_index
+    img, phr = array("q"), array("q")
+    score, box = array("d"), array("d")
+    unknown_phrases = {}
+    n_records = 0
+    for where, rec in iter_prediction_records(path):
+        n_records += 1
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}: {where}: a record must be a JSON object with keys {list(_RECORD_KEYS)}, "
+                             f"got {type(rec).__name__}")
+        for key in _RECORD_KEYS:
+            if key not in rec:
+                raise _bad(path, where, key, "missing")
+        image_id, phrase, b, s = rec["image_id"], rec["phrase"], rec["box"], rec["score"]
+        if not isinstance(image_id, str):
+            raise _bad(path, where, "image_id", f"must be a string, got {image_id!r}")
+        if not isinstance(phrase, str):
+            raise _bad(path, where, "phrase", f"must be a string, got {phrase!r}")
+        if not (isinstance(b, list) and len(b) == 4 and all(_is_number(x) for x in b)):
+            raise _bad(path, where, "box", f"must be a list of 4 numbers [x1, y1, x2, y2], got {b!r}")
+        if not _is_number(s) or math.isnan(s):
+            raise _bad(path, where, "score", f"must be a number (not NaN), got {s!r}")
+        i = image_index.get(image_id)
+        if i is None:
+            raise ValueError(f"{path}: {where}: key 'image_id': unknown image_id {image_id!r} (not in the test split)")
+        j = phrase_index.get(phrase)
+        if j is None:
+            unknown_phrases[phrase] = unknown_phrases.get(phrase, 0) + 1
+            continue
+        img.append(i)
+        phr.append(j)
+        score.append(s)
+        box.extend(b)
+    if unknown_phrases:
+        example = next(iter(unknown_phrases))
+        logger.warning("%s: %d records of %d phrases that are not test phrases were ignored (e.g. %r); "
+                       "phrases must be normalized", path, sum(unknown_phrases.values()), len(unknown_phrases), example)
+    img = np.frombuffer(img, dtype=np.int64) if len(img) else np.zeros(0, np.int64)
+    phr = np.frombuffer(phr, dtype=np.int64) if len(phr) else np.zeros(0, np.int64)
+    key = img * gt.num_phrases + phr
+    order = np.argsort(key, kind="stable")  # file order inside an (image, phrase)
+    sorted_key = key[order]
+    start = np.ones(len(key), dtype=bool)
+    start[1:] = sorted_key[1:] != sorted_key[:-1]
+    group_first = np.maximum.accumulate(np.where(start, np.arange(len(key)), 0))
+    k = np.empty(len(key), dtype=np.int64)
+    k[order] = np.arange(len(key)) - group_first
+    K = int(k.max()) + 1 if len(k) else 1
+    dets = PhraseDetections(gt, K)
+    dets.add_records(img, phr, k, np.frombuffer(score, dtype=np.float64) if len(score) else np.zeros(0),
+                     np.frombuffer(box, dtype=np.float64).reshape(-1, 4) if len(box) else np.zeros((0, 4)))
+    logger.info("%s: %d records, %d images with detections, K=%d", path, n_records, int(dets.filled.sum()), K)
+    return dets
+
+
+def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
+                              train_dataset: Optional[str] = None, return_result: bool = False):
+    """Evaluate a predictions file on a registered test split, with the in-loop evaluator's core.
+
+    Returns ``{"phrase_detection": metrics}`` (the evaluator's format); with ``return_result``
+    also the :class:`PhraseDetectionResult` and the bucket vocabulary, as a tuple.
+    """
+    train_name = train_dataset_of(dataset_name, train_dataset)
+    _, gt = load_test_split(dataset_name)
+    dets = load_predictions(path, gt)
+    result = evaluate_phrase_detection(gt, dets, mode=mode, iou_thresh=iou_thresh)
+    vocabulary = bucket_vocabulary(train_name)
+    results = {"phrase_detection": result.summarize(vocabulary)}
+    return (results, result, vocabulary) if return_result else results

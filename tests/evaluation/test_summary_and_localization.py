@@ -1,0 +1,78 @@
+"""Buckets from training counts, the overall mean of bucket mAPs, and localization accuracy."""
+import math
+
+import numpy as np
+import pytest
+
+from phrasedet.evaluation import evaluate_phrase_detection, format_results_table, paired_iou, pairwise_iou
+from phrasedet.text.vocab import PhraseVocabulary
+
+from .toy import A, A_HALF, A_LOW, B, FAR, build
+
+
+@pytest.fixture
+def four_phrases():
+    # One instance of each phrase in im0 (box A); im1 has none.
+    #   a: im0 (.9, A) TP r1, im1 (.1) FP        -> AP 1
+    #   b: im1 (.9) FP r1, im0 (.5, A) TP r2     -> AP 1/2
+    #   c: im0 (.9, FAR) FP, im1 (.5) FP         -> AP 0
+    #   d: im1 (.9) FP r1, im0 (.5, A) TP r2     -> AP 1/2
+    gts = [("im0", p, A) for p in "abcd"]
+    dets = {("im0", "a"): [(0.9, A)], ("im1", "a"): [(0.1, FAR)],
+            ("im0", "b"): [(0.5, A)], ("im1", "b"): [(0.9, FAR)],
+            ("im0", "c"): [(0.9, FAR)], ("im1", "c"): [(0.5, FAR)],
+            ("im0", "d"): [(0.5, A)], ("im1", "d"): [(0.9, FAR)]}
+    gt, d = build(["im0", "im1"], gts, dets)
+    return evaluate_phrase_detection(gt, d, "reference")
+
+
+def test_buckets_at_training_counts_0_1_100_101(four_phrases):
+    vocab = PhraseVocabulary({"b": 1, "c": 100, "d": 101})  # a: 0
+    assert four_phrases.buckets(vocab) == ["zero_shot", "few_shot", "few_shot", "common"]
+    m = four_phrases.summarize(vocab)
+    # zero: a = 100; few: (b 50 + c 0) / 2 = 25; common: d = 50
+    assert (m["mAP_zero_shot"], m["mAP_few_shot"], m["mAP_common"]) == pytest.approx((100, 25, 50))
+    # overall = mean of the bucket mAPs (175 / 3), not the mean over phrases (50)
+    assert m["mAP"] == pytest.approx(175 / 3)
+    # localized: a, b, d (top-1 box A); c not -> 3/4; per bucket 1/1, 1/2, 1/1
+    assert m["loc_acc"] == pytest.approx(75.0)
+    assert (m["loc_acc_zero_shot"], m["loc_acc_few_shot"], m["loc_acc_common"]) == pytest.approx((100, 50, 100))
+    assert (m["num_phrases_zero_shot"], m["num_phrases_few_shot"], m["num_phrases_common"]) == (1, 2, 1)
+    assert (m["num_instances_zero_shot"], m["num_instances_few_shot"], m["num_instances_common"]) == (1, 2, 1)
+    records = {r["phrase"]: r for r in four_phrases.per_phrase(vocab)}
+    assert records["d"] == {"phrase": "d", "bucket": "common", "train_count": 101, "num_gt": 1, "num_tp": 1,
+                            "ap": 50.0, "loc_acc": 100.0}
+    table = format_results_table(m)
+    assert "few_shot" in table and "58.33" in table and "75.00" in table
+
+
+def test_empty_bucket_is_left_out_of_the_overall_mean(four_phrases):
+    m = four_phrases.summarize(PhraseVocabulary({"b": 1, "c": 100, "d": 50}))
+    # zero: 100; few: (50 + 0 + 50) / 3; common: none -> NaN and not averaged
+    assert math.isnan(m["mAP_common"]) and m["num_phrases_common"] == 0
+    assert m["mAP"] == pytest.approx((100 + 100 / 3) / 2)
+
+
+def test_localization_accuracy_uses_the_top_scored_detection():
+    gts = [("im0", "man", A), ("im0", "man", B),   # top-1 (.9, A): A localized, B not
+           ("im1", "dog", A),                      # k1 (.8, A) outscores k0 (.3, FAR): localized
+           ("im1", "cat", A),                      # k0 (.5, FAR) and k1 (.5, A) tie: k0 is top-1 -> not
+           ("im2", "dog", A_HALF),                 # not scored in im2 -> not localized
+           ("im2", "cat", A)]                      # (.4, A_HALF): IoU exactly 0.5 -> localized
+    dets = {("im0", "man"): [(0.9, A), (0.5, B)], ("im1", "dog"): [(0.3, FAR), (0.8, A)],
+            ("im1", "cat"): [(0.5, FAR), (0.5, A)], ("im2", "cat"): [(0.4, A_HALF)]}
+    gt, d = build(["im0", "im1", "im2"], gts, dets, k=2)
+    r = evaluate_phrase_detection(gt, d, "standard")
+    # 3 of 6 instances: man 1/2, dog 1/2, cat 1/2
+    assert r.num_localized.sum() == 3
+    assert dict(zip(r.phrases, r.num_localized.tolist())) == {"cat": 1, "dog": 1, "man": 1}
+    assert r.summarize(PhraseVocabulary())["loc_acc"] == pytest.approx(50.0)
+
+
+def test_iou_convention():
+    # no +1: [0, 0, 10, 10] has area 100
+    assert paired_iou(A, A_HALF) == 0.5 and paired_iou(A, A_LOW) == pytest.approx(0.49)
+    assert paired_iou(A, B) == 0.0 and paired_iou([0, 0, 0, 0], [0, 0, 0, 0]) == 0.0
+    assert np.isnan(paired_iou([np.nan] * 4, A))
+    np.testing.assert_allclose(pairwise_iou([A, B], [A_HALF, B, [5, 0, 15, 10]]),
+                               [[0.5, 0, 50 / 150], [0, 1, 0]])
