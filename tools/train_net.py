@@ -1,0 +1,62 @@
+#!/usr/bin/env python
+"""Train and evaluate phrasedet models with Detectron2's usual command line:
+
+    python tools/train_net.py --config-file configs/qa_rcnn.yaml [--num-gpus N] [--eval-only]
+        [--resume] [KEY VALUE ...]
+
+``--num-gpus N`` starts N processes; on a machine without a GPU they train on the CPU with gloo.
+"""
+import logging
+import os
+
+import torch
+from detectron2.checkpoint import DetectionCheckpointer
+from detectron2.config import get_cfg
+from detectron2.engine import default_argument_parser, default_setup, launch
+from detectron2.utils import comm
+
+import phrasedet  # noqa: F401  (registers datasets and models)
+from phrasedet.config import add_phrasedet_config
+from phrasedet.engine import PhraseTrainer
+from phrasedet.utils import save_test_visualizations
+
+
+def setup(args):
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(args.config_file)
+    cfg.merge_from_list(args.opts)
+    if not torch.cuda.is_available() and cfg.MODEL.DEVICE.startswith("cuda"):
+        cfg.MODEL.DEVICE = "cpu"
+    cfg.freeze()
+    default_setup(cfg, args)
+    return cfg
+
+
+def visualize(cfg, model, num_images=4):
+    """Pictures of the first test images with their phrases' detections (main process only)."""
+    if not comm.is_main_process() or not cfg.DATASETS.TEST:
+        return
+    out = os.path.join(cfg.OUTPUT_DIR, "visualizations")
+    paths = save_test_visualizations(cfg, getattr(model, "module", model), cfg.DATASETS.TEST[0], out, num_images)
+    logging.getLogger("phrasedet").info("Saved %d pictures of test detections in %s", len(paths), out)
+
+
+def main(args):
+    cfg = setup(args)
+    if args.eval_only:
+        model = PhraseTrainer.build_model(cfg)
+        DetectionCheckpointer(model, save_dir=cfg.OUTPUT_DIR).resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
+        results = PhraseTrainer.test(cfg, model)
+        visualize(cfg, model)
+        return results
+    trainer = PhraseTrainer(cfg)
+    trainer.resume_or_load(resume=args.resume)
+    trainer.train()  # evaluates at the end (EvalHook), and every TEST.EVAL_PERIOD iterations if > 0
+    visualize(cfg, trainer.model)
+    return getattr(trainer, "_last_eval_results", None)
+
+
+if __name__ == "__main__":
+    args = default_argument_parser().parse_args()
+    launch(main, args.num_gpus, num_machines=args.num_machines, machine_rank=args.machine_rank, dist_url=args.dist_url, args=(args,))
