@@ -5,7 +5,7 @@
 .PHONY: demo test bench
 
 demo:
-	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/dataset_stats.py --config-file configs/Base-Builtin.yaml
+	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/train_net.py --config-file configs/qa_rcnn.yaml
 
 test:
 	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q tests

@@ -14,6 +14,7 @@ from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.config import get_cfg
 from detectron2.engine import default_argument_parser, default_setup, launch
 from detectron2.utils import comm
+from detectron2.utils.logger import setup_logger
 
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
@@ -30,6 +31,7 @@ def setup(args):
         cfg.MODEL.DEVICE = "cpu"
     cfg.freeze()
     default_setup(cfg, args)
+    setup_logger(cfg.OUTPUT_DIR, distributed_rank=comm.get_rank(), name="phrasedet", abbrev_name="phrasedet")
     return cfg
 
 
