@@ -20,7 +20,7 @@ import logging
 import numpy as np
 import torch
 from detectron2.config import configurable
-from detectron2.data import DatasetCatalog, MetadataCatalog
+from detectron2.data import MetadataCatalog
 from detectron2.data import detection_utils as utils
 from detectron2.data import transforms as T
 from detectron2.structures import Boxes, Instances
@@ -28,17 +28,12 @@ from detectron2.structures import Boxes, Instances
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .phrase_sampling import choose_phrases, sampling_weights
+from .statistics import training_vocabulary
 from .ppa import PositivePhraseAugmenter
 
-__all__ = ["PhraseDatasetMapper", "training_vocabulary"]
+__all__ = ["PhraseDatasetMapper"]
 
 logger = logging.getLogger(__name__)
-
-
-def training_vocabulary(dataset_names, thresholds=(0, 100)):
-    """:class:`PhraseVocabulary` of ground-truth phrase counts over the given (training) datasets."""
-    dicts = [d for name in dataset_names for d in DatasetCatalog.get(name)]
-    return PhraseVocabulary.from_dataset_dicts(dicts, thresholds=tuple(thresholds))
 
 
 class PhraseDatasetMapper:

@@ -1,9 +1,18 @@
 """Counts that describe a loaded split: images, boxes, phrase instances, buckets."""
 from collections import Counter
 
-from phrasedet.text.vocab import BUCKETS
+from detectron2.data import DatasetCatalog
 
-__all__ = ["split_statistics", "bucket_statistics"]
+from phrasedet.text.vocab import BUCKETS, PhraseVocabulary
+
+__all__ = ["split_statistics", "bucket_statistics", "training_vocabulary"]
+
+
+def training_vocabulary(dataset_names, thresholds=(0, 100)):
+    """:class:`PhraseVocabulary` of ground-truth phrase counts over the given (training) datasets:
+    the counts that define the zero/few/common buckets."""
+    dicts = [d for name in dataset_names for d in DatasetCatalog.get(name)]
+    return PhraseVocabulary.from_dataset_dicts(dicts, thresholds=tuple(thresholds))
 
 
 def split_statistics(dicts):

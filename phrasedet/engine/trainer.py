@@ -44,4 +44,5 @@ class PhraseTrainer(DefaultTrainer):
             raise NotImplementedError(f"no evaluator for {dataset_name!r} (evaluator_type {evaluator_type!r})")
         output_folder = output_folder or os.path.join(cfg.OUTPUT_DIR, "inference", dataset_name)
         d = cfg.TEST.PHRASE_DETECTION
-        return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS)
+        return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS,
+                                        bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS)

@@ -3,10 +3,9 @@ from typing import Optional, Tuple
 
 from detectron2.data import DatasetCatalog, MetadataCatalog
 
-from ..text.vocab import PhraseVocabulary
 from .ground_truth import PhraseGroundTruth
 
-__all__ = ["train_dataset_of", "load_test_split", "bucket_vocabulary"]
+__all__ = ["train_dataset_of", "load_test_split"]
 
 
 def train_dataset_of(dataset_name: str, train_dataset: Optional[str] = None) -> str:
@@ -28,8 +27,3 @@ def load_test_split(dataset_name: str) -> Tuple[list, PhraseGroundTruth]:
     """Dataset dicts of ``dataset_name`` and their ground truth over :func:`test_vocabulary`."""
     dicts = DatasetCatalog.get(dataset_name)
     return dicts, PhraseGroundTruth.from_dataset_dicts(dicts)
-
-
-def bucket_vocabulary(train_dataset: str, thresholds=(0, 100)) -> PhraseVocabulary:
-    """Training instance counts (ground-truth annotations only) of ``train_dataset``."""
-    return PhraseVocabulary.from_dataset_dicts(DatasetCatalog.get(train_dataset), thresholds=thresholds)

@@ -10,7 +10,8 @@ import torch
 from detectron2.evaluation import DatasetEvaluator
 from detectron2.utils import comm
 
-from .dataset import bucket_vocabulary, load_test_split, train_dataset_of
+from ..data.statistics import training_vocabulary
+from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseColumns, PhraseDetections
 from .phrase_detection_ap import MODES, evaluate_phrase_detection
 from .predictions import PredictionWriter
@@ -59,11 +60,13 @@ class PhraseDetectionEvaluator(DatasetEvaluator):
         processes. Open-vocabulary runs write N_images x V x K records (Flickr30K: ~5M lines).
     train_dataset : str, optional
         Overrides the metadata's ``train_dataset``.
+    bucket_thresholds : (int, int)
+        Training counts ending the zero-shot and few-shot buckets (``PHRASEDET.VOCAB.BUCKET_THRESHOLDS``).
     """
 
     def __init__(self, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                  output_dir: Optional[str] = None, distributed: bool = True, save_predictions: bool = True,
-                 *, train_dataset: Optional[str] = None):
+                 *, train_dataset: Optional[str] = None, bucket_thresholds=(0, 100)):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self._logger = logging.getLogger(__name__)
@@ -74,6 +77,7 @@ class PhraseDetectionEvaluator(DatasetEvaluator):
         self._distributed = distributed
         self._save_predictions = bool(save_predictions and output_dir)
         self._train_dataset = train_dataset_of(dataset_name, train_dataset)  # fails early when unset
+        self._bucket_thresholds = tuple(bucket_thresholds)
         _, self._gt = load_test_split(dataset_name)
         self._dets = None
         self._writer = None
@@ -200,7 +204,7 @@ class PhraseDetectionEvaluator(DatasetEvaluator):
             self._logger.warning("%d of %d test images had no predictions (their instances count as misses)",
                                  missing, self._gt.num_images)
         result = evaluate_phrase_detection(self._gt, self._dets, mode=self._mode, iou_thresh=self._iou_thresh)
-        vocabulary = bucket_vocabulary(self._train_dataset)
+        vocabulary = training_vocabulary([self._train_dataset], self._bucket_thresholds)
         metrics = result.summarize(vocabulary)
         self._logger.info(
             "Phrase detection on %s (mode=%s, IoU>=%.2f, buckets from %s training counts), in %%:\n%s",

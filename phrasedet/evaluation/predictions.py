@@ -19,7 +19,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .dataset import bucket_vocabulary, load_test_split, train_dataset_of
+from ..data.statistics import training_vocabulary
+from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth
 from .phrase_detection_ap import evaluate_phrase_detection
@@ -198,7 +199,8 @@ def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
 
 
 def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
-                              train_dataset: Optional[str] = None, return_result: bool = False):
+                              train_dataset: Optional[str] = None, return_result: bool = False,
+                              bucket_thresholds=(0, 100)):
     """Evaluate a predictions file on a registered test split, with the in-loop evaluator's core.
 
     Returns ``{"phrase_detection": metrics}`` (the evaluator's format); with ``return_result``
@@ -208,6 +210,6 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
     _, gt = load_test_split(dataset_name)
     dets = load_predictions(path, gt)
     result = evaluate_phrase_detection(gt, dets, mode=mode, iou_thresh=iou_thresh)
-    vocabulary = bucket_vocabulary(train_name)
+    vocabulary = training_vocabulary([train_name], bucket_thresholds)
     results = {"phrase_detection": result.summarize(vocabulary)}
     return (results, result, vocabulary) if return_result else results
