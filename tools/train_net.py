@@ -18,7 +18,7 @@ from detectron2.utils.logger import setup_logger
 
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine import PhraseTrainer
+from phrasedet.engine import PhraseTrainer, finish_distributed
 from phrasedet.utils import save_test_visualizations
 
 
@@ -45,6 +45,12 @@ def visualize(cfg, model, num_images=4):
 
 
 def main(args):
+    results = run(args)
+    finish_distributed()  # every process, once all are done (not on an error: peers would wait)
+    return results
+
+
+def run(args):
     cfg = setup(args)
     if args.eval_only:
         model = PhraseTrainer.build_model(cfg)

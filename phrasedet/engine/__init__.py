@@ -1,3 +1,3 @@
 """Training and evaluation loops."""
-from .ddp import cpu_safe_ddp, create_ddp_model
+from .ddp import cpu_safe_ddp, create_ddp_model, finish_distributed
 from .trainer import PhraseTrainer

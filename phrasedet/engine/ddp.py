@@ -3,8 +3,10 @@
 import contextlib
 
 import detectron2.engine.defaults as d2_defaults
+import torch.distributed as dist
+from detectron2.utils import comm
 
-__all__ = ["create_ddp_model", "cpu_safe_ddp"]
+__all__ = ["create_ddp_model", "cpu_safe_ddp", "finish_distributed"]
 
 _d2_create_ddp_model = d2_defaults.create_ddp_model
 
@@ -26,3 +28,13 @@ def cpu_safe_ddp():
         d2_defaults.create_ddp_model = _d2_create_ddp_model
 
 
+
+
+def finish_distributed():
+    """End a process's part in a multi-process run: wait for every process, then close the
+    process group. Detectron2's ``launch`` returns without either, and a gloo process group
+    torn down at interpreter exit while a peer still talks can abort the process
+    ("terminate called without an active exception")."""
+    if comm.get_world_size() > 1:
+        comm.synchronize()
+        dist.destroy_process_group()

@@ -7,6 +7,7 @@ from detectron2.data import DatasetCatalog
 from detectron2.engine import launch
 from detectron2.utils import comm
 
+from phrasedet.engine import finish_distributed
 from phrasedet.evaluation import PhraseDetectionEvaluator, evaluate_predictions_file, test_vocabulary
 
 from .toy import TOY_TEST, noisy_outputs, register_toy
@@ -34,6 +35,7 @@ def _evaluate(output_dir, result_path, gather_bytes=None):
             json.dump(results, f)
     else:
         assert results == {}
+    finish_distributed()
 
 
 def _load(path):
