@@ -1,0 +1,71 @@
+"""Closed-form CCA from phrase-grouped streamed moments."""
+import numpy as np
+import pytest
+
+from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca
+
+
+def _synthetic(n, rho=(0.9, 0.6), seed=0):
+    """x (5-d) and y (4-d), linearly mixed, whose canonical correlations are rho and then 0."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((n, 2))
+    x = np.column_stack([z, rng.standard_normal((n, 3))]) @ rng.standard_normal((5, 5))
+    e = rng.standard_normal((n, 4))
+    y_lat = np.column_stack([r * z[:, i] + np.sqrt(1 - r * r) * e[:, i] for i, r in enumerate(rho)] + [e[:, 2], e[:, 3]])
+    return x, y_lat @ rng.standard_normal((4, 4))
+
+
+def _moments(x, table, ids, batches=3):
+    m = PhraseGroupedMoments(x.shape[1], len(table))
+    for part in np.array_split(np.arange(len(x)), batches):
+        m.add(x[part], ids[part])
+    return m
+
+
+def test_grouped_streamed_covariances_equal_the_dense_ones():
+    rng = np.random.default_rng(1)
+    table = rng.standard_normal((7, 3))  # 7 phrases shared by 50 pairs
+    ids = rng.integers(0, 7, 50)
+    x = rng.standard_normal((50, 4))
+    mean_x, mean_y, s11, s22, s12 = _moments(x, table, ids).covariances(table)
+    y = table[ids]
+    full = np.cov(np.hstack([x, y]).T)  # normalized by n - 1
+    np.testing.assert_allclose(mean_x, x.mean(0))
+    np.testing.assert_allclose(mean_y, y.mean(0))
+    np.testing.assert_allclose(s11, full[:4, :4], atol=1e-12)
+    np.testing.assert_allclose(s22, full[4:, 4:], atol=1e-12)
+    np.testing.assert_allclose(s12, full[:4, 4:], atol=1e-12)
+
+
+def test_recovers_known_canonical_correlations_and_whitens():
+    x, y = _synthetic(40000)
+    cca = fit_cca(_moments(x, y, np.arange(len(y))), y, ridge=1e-6, power=1.0)
+    np.testing.assert_allclose(cca.correlations[:2], [0.9, 0.6], atol=0.01)
+    assert np.all(cca.correlations[2:] < 0.03)
+    px, py = (x - cca.mean_x) @ cca.A, (y - cca.mean_y) @ cca.B
+    np.testing.assert_allclose(np.cov(px.T), np.eye(4), atol=1e-3)  # whitened views
+    corr = [np.corrcoef(px[:, i], py[:, i])[0, 1] for i in range(4)]
+    np.testing.assert_allclose(corr, cca.correlations, atol=1e-3)
+    np.testing.assert_allclose(cca.project_regions(x[:3]), px[:3] * cca.correlations)  # normalized CCA, power 1
+    np.testing.assert_allclose(fit_cca(_moments(x, y, np.arange(len(y))), y, ridge=1e-6, power=4).scale, cca.correlations ** 4)
+
+
+def test_agrees_with_scikit_learn_on_a_small_case():
+    sklearn_cca = pytest.importorskip("sklearn.cross_decomposition").CCA
+    x, y = _synthetic(3000, rho=(0.8, 0.5), seed=2)
+    ours = fit_cca(_moments(x, y, np.arange(len(y))), y, dim=2, ridge=0.0)
+    ref = sklearn_cca(n_components=2, scale=False, max_iter=5000, tol=1e-12).fit(x, y)
+    xs, ys = ref.transform(x, y)
+    ref_corr = [np.corrcoef(xs[:, i], ys[:, i])[0, 1] for i in range(2)]
+    np.testing.assert_allclose(ours.correlations, ref_corr, atol=1e-4)
+    px = (x - ours.mean_x) @ ours.A
+    for i in range(2):  # the same directions, up to sign
+        assert abs(np.corrcoef(px[:, i], xs[:, i])[0, 1]) > 0.9999
+
+
+def test_bad_input_is_named():
+    m = PhraseGroupedMoments(3, 2)
+    with pytest.raises(ValueError, match="do not match D_x = 3"):
+        m.add(np.zeros((2, 4)), [0, 1])
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        m.covariances(np.zeros((2, 2)))
