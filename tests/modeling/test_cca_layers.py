@@ -1,0 +1,68 @@
+"""CCA-initialized layers: exact CCA projection before training, bias scaling, Eq. 5 regularizer."""
+import numpy as np
+import torch
+
+from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca
+from phrasedet.modeling.cca_layers import CCAInitLinear
+
+
+def _fitted(seed=0, n=200, dx=6, dy=5, vocab=20, k=4):
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((vocab, dy))
+    ids = rng.integers(0, vocab, n)
+    x = table[ids] @ rng.standard_normal((dy, dx)) + 0.5 * rng.standard_normal((n, dx)) + 3.0
+    m = PhraseGroupedMoments(dx, vocab)
+    m.add(x, ids)
+    return fit_cca(m, table, dim=k), x, table
+
+
+def test_from_projection_reproduces_the_cca_projection():
+    proj, x, table = _fitted()
+    region = CCAInitLinear.from_projection(proj.mean_x, proj.A, proj.scale)
+    phrase = CCAInitLinear.from_projection(proj.mean_y, proj.B, proj.scale)
+    with torch.no_grad():
+        got_x = region(torch.tensor(x, dtype=torch.float32)).numpy()
+        got_y = phrase(torch.tensor(table, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(got_x, proj.project_regions(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_y, proj.project_phrases(table), rtol=1e-4, atol=1e-4)
+    # mu and sigma frozen buffers; W and b trained
+    assert {n for n, _ in region.named_parameters()} == {"weight", "bias"}
+    assert {"mean", "scale", "weight_init"} <= {n for n, _ in region.named_buffers()}
+
+
+def test_scale_applies_after_the_bias_in_the_code_variant_and_before_in_the_paper_variant():
+    mean, weight, scale = [1.0, 2.0], [[1.0, 0.0, 1.0], [0.0, 2.0, 1.0]], [2.0, 3.0, 0.5]
+    code = CCAInitLinear(mean, weight, scale, scale_bias=True)
+    paper = CCAInitLinear(mean, weight, scale, scale_bias=False)
+    with torch.no_grad():
+        for layer in (code, paper):
+            layer.bias.copy_(torch.tensor([1.0, -1.0, 2.0]))
+        x = torch.tensor([[2.0, 4.0]])  # x - mu = [1, 2]; (x - mu) W = [1, 4, 3]
+        assert torch.allclose(code(x), torch.tensor([[(1 + 1) * 2.0, (4 - 1) * 3.0, (3 + 2) * 0.5]]))
+        assert torch.allclose(paper(x), torch.tensor([[1 * 2.0 + 1, 4 * 3.0 - 1, 3 * 0.5 + 2]]))
+
+
+def test_random_layer_is_plain_linear():
+    torch.manual_seed(0)
+    layer = CCAInitLinear.random(4, 3)
+    assert not layer.cca_initialized
+    assert torch.equal(layer.mean, torch.zeros(4)) and torch.equal(layer.scale, torch.ones(3))
+    assert torch.equal(layer.bias.detach(), torch.zeros(3))
+    x = torch.randn(5, 4)
+    assert torch.allclose(layer(x), x @ layer.weight)
+
+
+def test_regularizer_is_zero_at_init_and_has_the_hand_gradient():
+    w0 = torch.tensor([[1.0, -2.0], [0.5, 0.0]])
+    layer = CCAInitLinear(torch.zeros(2), w0, torch.ones(2))
+    lam, beta = 0.1, 0.01
+    assert layer.regularizer(lam, beta).item() == 0.0
+    with torch.no_grad():
+        layer.weight.add_(torch.tensor([[0.2, 0.0], [-0.4, 1.0]]))
+        layer.bias.copy_(torch.tensor([0.5, -0.25]))
+    reg = layer.regularizer(lam, beta)
+    # 0.5 * 0.1 * (0.04 + 0.16 + 1.0) + 0.01 * (0.5 + 0.25) = 0.06 + 0.0075
+    assert abs(reg.item() - 0.0675) < 1e-7
+    reg.backward()
+    assert torch.allclose(layer.weight.grad, torch.tensor([[0.02, 0.0], [-0.04, 0.1]]))  # lam * (W - W0)
+    assert torch.allclose(layer.bias.grad, torch.tensor([0.01, -0.01]))  # beta * sign(b)
