@@ -55,6 +55,60 @@ def add_phrasedet_config(cfg):
     # Phrases scored at once at inference; bounds memory for large vocabularies (paper 003's code: 1500).
     _C.MODEL.PHRASE_ROI_HEADS.TEST_PHRASE_BATCH = 1500
 
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET = CN()
+    # Embedding Network layer-1 size (paper 003's code: 2053, the region feature size).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.HIDDEN_DIM = 256
+    # Shared embedding size (code: 1024).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.EMBED_DIM = 256
+    # Ranking margin on cosine scores (code: 0.05).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.MARGIN = 0.05
+    # Average the top K x P margin violations (code: 5).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.TOPK_PER_PHRASE = 5
+    # Weight of the region-neighbourhood term (code: 0.1).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.REGION_LOSS_WEIGHT = 0.1
+    # Weight of the phrase-neighbourhood term (code: 0.1).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.PHRASE_LOSS_WEIGHT = 0.1
+    # A region is a positive for a phrase at this IoU or more (paper: 0.6).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.POS_IOU = 0.6
+    # A region is a negative below this IoU (paper: 0.3).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.NEG_IOU = 0.3
+    # Pair positives and negatives across the image's phrases, as the released code (False: within each phrase).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.POOL_PHRASES = False
+    # lambda_2 of Eq. 5: 0.5 * lambda * ||W - W_init||^2 on CCA-initialized layers (code: 5e-5).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.CCA_L2_WEIGHT = 5e-5
+    # L1 weight on CCA-initialized layers' biases (code: 1e-4).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.CCA_L1_BIAS_WEIGHT = 1e-4
+    # CCA layers compute ((x - mu) W + b) * sigma (True, the code) or (x - mu) W * sigma + b (False, paper Eq. 4).
+    _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET.SCALE_BIAS = True
+
+    _C.MODEL.PHRASE_ROI_HEADS.CITE = CN()
+    # CITE branch layer-1 and concept-weight hidden size (code: 2053).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.HIDDEN_DIM = 256
+    # Region/phrase embedding size (code: 1024).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.EMBED_DIM = 256
+    # Joint layer size after the element-wise product (code: 1024).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.JOINT_DIM = 256
+    # Size of each concept branch (code: 256).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.CONCEPT_DIM = 64
+    # Number of concept branches K (code: 4).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.NUM_CONCEPTS = 4
+    # Positive pairs: IoU at least this (code: 0.6).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.POS_IOU = 0.6
+    # Negative pairs are drawn below this IoU (code: 0.3).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.NEG_IOU = 0.3
+    # Negative IoU bound used when too few regions are below NEG_IOU (code: 0.4).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.NEG_IOU_FALLBACK = 0.4
+    # Negatives drawn per positive (code: 2).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.NEG_TO_POS_RATIO = 2
+    # lambda_1: L1 on the pre-softmax concept weights, summed and divided by the number of phrases (code: 5e-5).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.CONCEPT_L1_WEIGHT = 5e-5
+    # lambda_2 of Eq. 5 on CCA-initialized layers (code: 5e-5).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.CCA_L2_WEIGHT = 5e-5
+    # L1 weight on CCA-initialized layers' biases (the external CITE code: none).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.CCA_L1_BIAS_WEIGHT = 0.0
+    # CCA layers compute ((x - mu) W + b) * sigma (True, the code) or (x - mu) W * sigma + b (False, paper Eq. 4).
+    _C.MODEL.PHRASE_ROI_HEADS.CITE.SCALE_BIAS = True
+
     _C.TEST.PHRASE_DETECTION = CN()
     # Phrases scored at test: "dataset" (every distinct phrase of the test split, open-ended detection) or "image" (each image's own phrases: localization only).
     _C.TEST.PHRASE_DETECTION.VOCABULARY = "dataset"
@@ -62,6 +116,18 @@ def add_phrasedet_config(cfg):
     _C.TEST.PHRASE_DETECTION.MODE = "reference"
     # Write every detection to <OUTPUT_DIR>/inference/<dataset>/phrase_predictions.jsonl.
     _C.TEST.PHRASE_DETECTION.SAVE_PREDICTIONS = True
+
+    _C.PHRASEDET.CCA = CN()
+    # A GT phrase instance and its best stage-1 proposal form a CCA pair when their IoU is at least this (paper 003's code: 0.6).
+    _C.PHRASEDET.CCA.PAIR_IOU = 0.6
+    # At most this many pairs per training image (paper 003's code: 10).
+    _C.PHRASEDET.CCA.MAX_PAIRS_PER_IMAGE = 10
+    # Ridge added to both covariance diagonals (paper 003's code: 1e-4).
+    _C.PHRASEDET.CCA.RIDGE = 0.0001
+    # Projections are scaled by canonical correlations ** POWER (normalized CCA; the code: 1, Gong et al.: 4).
+    _C.PHRASEDET.CCA.POWER = 1.0
+    # Output size of each stacked CCA layer (paper 003's code: layer 1 min(D_r, D_t), layer 2 1024); 0 = min of the input sizes.
+    _C.PHRASEDET.CCA.DIMS = [0, 0]
 
     _C.INPUT.PHRASES = CN()
     # Phrases sampled per training image (paper 003: 5); each keeps all its boxes.

@@ -69,3 +69,80 @@ def test_bad_input_is_named():
         m.add(np.zeros((2, 4)), [0, 1])
     with pytest.raises(ValueError, match="at least 2 pairs"):
         m.covariances(np.zeros((2, 2)))
+
+
+def test_stacked_layers_second_fitted_on_relu_of_first():
+    from phrasedet.modeling.cca_fitting import fit_stacked_cca
+
+    x, y = _synthetic(5000)
+    batches = lambda: ((x[i:i + 1000], np.arange(i, min(i + 1000, len(x)))) for i in range(0, len(x), 1000))  # noqa: E731
+    l1, l2 = fit_stacked_cca(batches, y, dims=(4, 3), ridge=1e-6)
+    np.testing.assert_allclose(l1.correlations, fit_cca(_moments(x, y, np.arange(len(y))), y, 4, 1e-6).correlations)
+    hx = np.maximum(l1.project_regions(x), 0)
+    hy = np.maximum(l1.project_phrases(y), 0)
+    direct = fit_cca(_moments(hx, hy, np.arange(len(hy))), hy, 3, 1e-6)
+    np.testing.assert_allclose(l2.correlations, direct.correlations, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(l2.A), np.abs(direct.A), rtol=1e-6, atol=1e-9)
+
+
+def test_replayable_runs_the_producer_once_when_it_fits():
+    from phrasedet.modeling.cca_fitting import replayable
+
+    calls = []
+
+    def produce():
+        calls.append(1)
+        for i in range(3):
+            yield (np.full((2, 2), i, dtype=np.float64), np.array([i, i]))
+
+    small = replayable(produce)
+    assert [b[1].tolist() for b in small()] == [b[1].tolist() for b in small()] == [[0, 0], [1, 1], [2, 2]]
+    assert len(calls) == 1
+    calls.clear()
+    big = replayable(produce, max_bytes=40)  # the second batch overflows: every call produces again
+    assert len(list(big())) == len(list(big())) == 3 and len(calls) == 2
+
+
+def test_collect_positive_pairs_takes_the_best_proposal_per_phrase_instance(builtin_root):
+    import os
+
+    import torch
+    from detectron2.config import get_cfg
+    from detectron2.data import DatasetCatalog
+    from detectron2.modeling import build_model
+    from detectron2.structures import Boxes, Instances
+
+    from phrasedet.config import add_phrasedet_config
+    from phrasedet.data import PhraseDatasetMapper
+    from phrasedet.modeling.cca_fitting import collect_positive_pairs
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "qa_rcnn.yaml"))
+    cfg.merge_from_list(["PHRASEDET.TEXT.WORD2VEC_EPOCHS", 1, "PHRASEDET.TEXT.WORD2VEC_DIM", 16])
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    mapper = PhraseDatasetMapper(cfg, is_train=False)
+    inputs = [mapper(d) for d in DatasetCatalog.get("builtin_flickr30k_entities_train")[:3]]
+
+    def proposals_near_gt(images, features, gt):  # proposals: each GT box shifted by 0 and by 40 % of its size
+        out = []
+        for x, size in zip(inputs, images.image_sizes):
+            b = x["instances"].gt_boxes.tensor
+            shift = (b[:, 2:] - b[:, :2]).repeat(1, 2) * 0.4
+            p = Instances(size)
+            p.proposal_boxes = Boxes(torch.cat([b + shift, b]))
+            out.append(p)
+        return out, {}
+
+    model.proposal_generator.forward = proposals_near_gt
+    phrases = sorted({p for x in inputs for p in x["phrases"]})
+    index = {p: i for i, p in enumerate(phrases)}
+    (regions, ids), = list(collect_positive_pairs(model, [inputs], index, iou_thresh=0.6, max_pairs_per_image=100))
+    # every GT instance's exact box (IoU 1) is among the proposals; the shifted copies (IoU < 0.6) never win
+    expected = [index[x["phrases"][i]] for x in inputs for i in x["instances"].gt_phrase_ids.tolist()]
+    assert sorted(ids.tolist()) == sorted(expected)
+    assert regions.shape == (len(ids), model.roi_heads.region_features.output_dim)
+    (_, capped), = list(collect_positive_pairs(model, [inputs], index, iou_thresh=0.6, max_pairs_per_image=2))
+    assert len(capped) == sum(min(2, len(x["instances"])) for x in inputs)
+    assert not list(collect_positive_pairs(model, [inputs], index, iou_thresh=1.01))  # no pair: nothing yielded

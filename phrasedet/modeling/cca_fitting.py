@@ -1,0 +1,117 @@
+"""Fit (stacked) CCA on positive (region, phrase) pairs collected with a trained phrase detector
+over a whole training set (paper 003 Sec. 4.1; released code ``tools/compute_cca.py``).
+
+For every ground-truth phrase instance of an image, the proposal of the stage-1 model with the
+highest IoU is a positive pair if that IoU is at least 0.6; at most ``max_pairs_per_image``
+pairs are kept per image. Layer 1 is fitted on the raw features; layer 2 on the ReLU of layer 1's
+projections of the same pairs (a second pass over the data, so memory stays bounded).
+"""
+import logging
+import time
+
+import numpy as np
+import torch
+from detectron2.structures import pairwise_iou
+
+from .cca import PhraseGroupedMoments, fit_cca
+
+__all__ = ["collect_positive_pairs", "fit_stacked_cca", "replayable"]
+
+logger = logging.getLogger(__name__)
+
+
+@torch.no_grad()
+def collect_positive_pairs(model, data_loader, phrase_index, iou_thresh=0.6, max_pairs_per_image=10):
+    """Yield ``(region_feats [N, D_r] float32 numpy, phrase_ids [N])`` batches, one per loader batch.
+
+    Args:
+        model: a :class:`PhraseRCNN` (put in eval mode here).
+        data_loader: yields lists of mapped inputs with ``instances`` (``gt_boxes``,
+            ``gt_phrase_ids``) and ``phrases`` (a test-mode :class:`PhraseDatasetMapper`).
+        phrase_index: dict phrase -> row of the phrase table.
+    """
+    model.eval()
+    for inputs in data_loader:
+        images = model.preprocess_image(inputs)
+        features = model.backbone(images.tensor)
+        proposals, _ = model.proposal_generator(images, features, None)
+        boxes, phrase_ids = [], []
+        for x, props in zip(inputs, proposals):
+            gt = x["instances"].to(model.device)
+            keep_boxes, keep_ids = [], []
+            if len(gt) and len(props):
+                iou = pairwise_iou(gt.gt_boxes, props.proposal_boxes)  # [N, R]
+                best, arg = iou.max(dim=1)
+                for n in torch.argsort(best, descending=True).tolist()[:max_pairs_per_image]:
+                    if best[n] >= iou_thresh and gt.gt_phrase_ids[n] >= 0:
+                        keep_boxes.append(props.proposal_boxes.tensor[arg[n]])
+                        keep_ids.append(phrase_index[x["phrases"][gt.gt_phrase_ids[n]]])
+            boxes.append(type(props.proposal_boxes)(torch.stack(keep_boxes) if keep_boxes else props.proposal_boxes.tensor[:0]))
+            phrase_ids.extend(keep_ids)
+        if phrase_ids:
+            regions = model.roi_heads.region_features(features, boxes, images.image_sizes)
+            yield regions.cpu().numpy(), np.asarray(phrase_ids)
+
+
+def replayable(make_batches, max_bytes=2 << 30):
+    """A callable returning ``make_batches()``'s batches again and again, running the (slow)
+    producer once while the batches fit in ``max_bytes``, and again per call beyond that."""
+    cache, state = [], {"complete": False, "overflow": False}
+
+    def batches():
+        if state["complete"]:
+            yield from cache
+            return
+        size = 0
+        for batch in make_batches():
+            if not state["overflow"]:
+                size += sum(a.nbytes for a in batch)
+                if size <= max_bytes:
+                    cache.append(batch)
+                else:
+                    state["overflow"] = True
+                    cache.clear()
+            yield batch
+        state["complete"] = not state["overflow"]
+
+    return batches
+
+
+def _relu_projection(side_mean, side_matrix, side_scale):
+    return lambda v: np.maximum(((v - side_mean) @ side_matrix) * side_scale, 0.0)
+
+
+def fit_stacked_cca(pair_batches, phrase_table, dims, ridge=1e-4, power=1.0):
+    """Fit ``len(dims)`` CCA layers, layer l+1 on the ReLU of layer l's projections.
+
+    Args:
+        pair_batches: a callable returning a fresh iterator of ``(regions [N, D_r], phrase_ids [N])``
+            (called once per layer).
+        phrase_table: [V, D_t] phrase features that ``phrase_ids`` index.
+        dims: output size of each layer, e.g. (1024, 1024).
+
+    Returns:
+        list of :class:`CCAProjection`, one per layer.
+    """
+    layers, region_fn = [], (lambda v: v)
+    table = np.asarray(phrase_table, dtype=np.float64)
+    for level, dim in enumerate(dims):
+        start = time.perf_counter()
+        moments = None
+        for regions, ids in pair_batches():
+            x = region_fn(np.asarray(regions, dtype=np.float64))
+            if moments is None:
+                moments = PhraseGroupedMoments(x.shape[1], len(table))
+            moments.add(x, ids)
+        if moments is None:
+            raise ValueError("no positive (region, phrase) pair was found: is the stage-1 detector trained?")
+        cca = fit_cca(moments, table, dim, ridge, power)
+        layers.append(cca)
+        logger.info("CCA layer %d: %d pairs, %d phrases, %d -> %d dims, top correlations %s (%.1f s)", level + 1, moments.n,
+                    int((moments.count_per_phrase > 0).sum()), x.shape[1], len(cca.correlations),
+                    np.round(cca.correlations[:5], 3).tolist(), time.perf_counter() - start)
+        previous = region_fn
+        project = _relu_projection(cca.mean_x, cca.A, cca.scale)
+        region_fn = (lambda f, g: (lambda v: g(f(v))))(previous, project)
+        table = _relu_projection(cca.mean_y, cca.B, cca.scale)(table)
+    return layers
