@@ -143,8 +143,10 @@ def draw_phrase_detections(
 
 
 def build_test_resize(cfg) -> T.Augmentation:
-    """``ResizeShortestEdge(INPUT.MIN_SIZE_TEST, INPUT.MAX_SIZE_TEST)``, as ``DefaultPredictor``."""
-    return T.ResizeShortestEdge([cfg.INPUT.MIN_SIZE_TEST, cfg.INPUT.MIN_SIZE_TEST], cfg.INPUT.MAX_SIZE_TEST)
+    """The test-time resize of the config (``ResizeShortestEdge(INPUT.MIN_SIZE_TEST, INPUT.MAX_SIZE_TEST)``),
+    as Detectron2's own test mapper builds it."""
+    (resize,) = utils.build_augmentation(cfg, is_train=False)
+    return resize
 
 
 def predict_phrases(
