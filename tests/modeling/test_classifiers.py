@@ -2,12 +2,11 @@
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from detectron2.config import CfgNode as CN
 from detectron2.config import get_cfg
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca
+from phrasedet.modeling.cca_fitting import fit_stacked_cca
 from phrasedet.modeling.classifiers import (
     REGION_CLASSIFIER_REGISTRY,
     CCAClassifier,
@@ -29,13 +28,7 @@ def _two_layer_cca(seed=0, n=300, dx=8, dy=6, vocab=30):
     table = rng.standard_normal((vocab, dy))
     ids = rng.integers(0, vocab, n)
     x = table[ids] @ rng.standard_normal((dy, dx)) + 0.3 * rng.standard_normal((n, dx)) + 1.0
-    m1 = PhraseGroupedMoments(dx, vocab)
-    m1.add(x, ids)
-    p1 = fit_cca(m1, table, dim=5)
-    x2, t2 = np.maximum(p1.project_regions(x), 0), np.maximum(p1.project_phrases(table), 0)
-    m2 = PhraseGroupedMoments(5, vocab)
-    m2.add(x2, ids)
-    return [p1, fit_cca(m2, t2, dim=3)], x, table
+    return fit_stacked_cca(lambda: iter([(x, ids)]), table, dims=(5, 3)), x, table
 
 
 # ---------------------------------------------------------------- CCA
