@@ -134,3 +134,25 @@ def test_inference_shapes_topk_and_phrase_batches():
     again, _ = heads(images, features, proposals, None, [vocab, vocab])
     torch.testing.assert_close(again[0][0], results[0][0])
     torch.testing.assert_close(again[0][1], results[0][1])
+
+
+def test_phrase_side_work_is_done_once_per_shared_vocabulary():
+    cfg = _cfg()
+    heads = _heads(cfg)
+    heads.eval()
+    images, features, proposals, _, _ = _case()
+    vocab = torch.randn(6, PHRASE_DIM)
+    calls = []
+    embed = heads.box_regressor.embed_phrases
+    heads.box_regressor.embed_phrases = lambda v: calls.append(len(v)) or embed(v)
+    shared, _ = heads(images, features, proposals, None, [vocab, vocab])
+    assert calls == [6]  # two images, one vocabulary: embedded once
+    separate, _ = heads(images, features, proposals, None, [vocab.clone(), vocab.clone()])
+    assert calls == [6, 6, 6]  # different tensors: no reuse
+    for (s1, b1), (s2, b2) in zip(shared, separate):
+        torch.testing.assert_close(s1, s2)
+        torch.testing.assert_close(b1, b2)
+    heads.train()
+    heads.eval()  # weights may have changed in between: recomputed
+    heads(images, features, proposals, None, [vocab])
+    assert calls == [6, 6, 6, 6]

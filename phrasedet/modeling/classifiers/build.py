@@ -9,6 +9,10 @@ A classifier is an ``nn.Module`` built as ``cls(cfg, region_dim, phrase_dim)`` w
     targets: ``None`` at inference, else a :class:`PhraseTargets` (per-phrase labels);
     logits: [P, R] scores, comparable across images (sigmoid gives a probability);
     losses: dict of scalar losses (empty at inference).
+
+Optionally, for open-vocabulary inference, a classifier splits its phrase-side work off:
+``encode_phrases(phrase_feats [P, D_t]) -> codes`` (a tensor with P rows, computed once per
+vocabulary, not once per image) and ``score_encoded(region_feats, codes) -> logits [P, R]``.
 """
 from dataclasses import dataclass
 

@@ -27,9 +27,17 @@ class QARCNNClassifier(nn.Module):
         self.bias = nn.Parameter(torch.zeros(()))
         self.fg_threshold = cfg.MODEL.ROI_HEADS.IOU_THRESHOLDS[0]
 
+    def encode_phrases(self, phrase_feats):
+        """[P, D_t] -> the generated classifier weights w = W v, [P, D_r]."""
+        return self.weight_generator(phrase_feats)
+
+    def score_encoded(self, region_feats, weights):
+        """[R, D_r], [P, D_r] -> logits [P, R]."""
+        return weights @ region_feats.t() + self.bias
+
     def forward(self, region_feats, phrase_feats, targets=None):
         """[R, D_r], [P, D_t] -> logits [P, R] and the sigmoid cross-entropy when ``targets`` is given."""
-        logits = self.weight_generator(phrase_feats) @ region_feats.t() + self.bias
+        logits = self.score_encoded(region_feats, self.encode_phrases(phrase_feats))
         if targets is None:
             return logits, {}
         if not targets.sampled.any():  # an image without phrases: keep the graph, add nothing

@@ -53,6 +53,7 @@ class PhraseROIHeads(nn.Module):
         self.smooth_l1_beta = smooth_l1_beta
         self.test_topk = test_topk
         self.test_phrase_batch = test_phrase_batch
+        self._phrase_cache = None  # (phrase_feats, box-regression embeddings, classifier codes)
 
     @classmethod
     def from_config(cls, cfg, input_shape, phrase_dim=None):
@@ -110,18 +111,40 @@ class PhraseROIHeads(nn.Module):
         return totals
 
     # ---------------------------------------------------------------- inference
+    def train(self, mode: bool = True):
+        self._phrase_cache = None  # weights change in training: phrase-side results go stale
+        return super().train(mode)
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        self._phrase_cache = None
+        return super()._load_from_state_dict(*args, **kwargs)
+
     @torch.no_grad()
-    def _score_batch(self, boxes, regions, image_size, phrase_feats):
+    def _phrase_side(self, phrase_feats):
+        """The phrase-side work, done once for a vocabulary shared by every image (the same tensor):
+        the box regressor's phrase embeddings [P, D_r] and, for a classifier with
+        ``encode_phrases``, its phrase codes (else the features themselves)."""
+        if self._phrase_cache is None or self._phrase_cache[0] is not phrase_feats:
+            encode = getattr(self.classifier, "encode_phrases", None)
+            codes = encode(phrase_feats) if encode is not None else phrase_feats
+            self._phrase_cache = (phrase_feats, self.box_regressor.embed_phrases(phrase_feats), codes)
+        return self._phrase_cache[1], self._phrase_cache[2]
+
+    @torch.no_grad()
+    def _score_batch(self, boxes, regions, image_size, embeds, codes):
         """Top-K regions of B phrases: scores [B, K] (sigmoid), refined boxes [B, K, 4]."""
-        logits, _ = self.classifier(regions, phrase_feats)
+        if hasattr(self.classifier, "score_encoded"):
+            logits = self.classifier.score_encoded(regions, codes)
+        else:
+            logits, _ = self.classifier(regions, codes)
         k = min(self.test_topk, logits.shape[1])
         top, idx = logits.topk(k, dim=1)
-        deltas = self.box_regressor(regions[idx], self.box_regressor.embed_phrases(phrase_feats)[:, None])
+        deltas = self.box_regressor(regions[idx], embeds[:, None])
         refined = self.box2box_transform.apply_deltas(deltas.reshape(-1, 4), boxes.tensor[idx].reshape(-1, 4))
         h, w = image_size
         refined[:, 0::2] = refined[:, 0::2].clamp(0, w)
         refined[:, 1::2] = refined[:, 1::2].clamp(0, h)
-        return top.sigmoid(), refined.reshape(len(phrase_feats), k, 4)
+        return top.sigmoid(), refined.reshape(len(embeds), k, 4)
 
     @torch.no_grad()
     def inference(self, images, features, proposals, phrase_feats):
@@ -140,7 +163,9 @@ class PhraseROIHeads(nn.Module):
             if len(b) == 0:
                 results.append((torch.full((len(v), 0), float("nan")), torch.zeros((len(v), 0, 4))))
                 continue
-            parts = [self._score_batch(b, r, size, v[i:i + self.test_phrase_batch]) for i in range(0, len(v), self.test_phrase_batch)]
+            embeds, codes = self._phrase_side(v)
+            step = self.test_phrase_batch
+            parts = [self._score_batch(b, r, size, embeds[i:i + step], codes[i:i + step]) for i in range(0, len(v), step)]
             results.append((cat([s for s, _ in parts]).cpu(), cat([x for _, x in parts]).cpu()))
         return results
 
