@@ -310,7 +310,7 @@ def _summary(seed: int, sizes: dict, images: dict, unrelated: list) -> dict:
     per_split = {s: {"images": 0, "boxes": 0, "box_target_phrases": 0, "unboxed_phrases": 0,
                      "ref_sentences": 0} for s in SPLITS}
     reasons, chains, multi, shared = Counter(), set(), set(), 0
-    for image_id, im in images.items():
+    for im in images.values():
         d = per_split[im["split"]]
         d["images"] += 1
         d["boxes"] += len(im["objects"])

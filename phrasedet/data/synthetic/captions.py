@@ -139,7 +139,7 @@ class CaptionWriter:
             seen = {}
             for i, o in enumerate(self.objs):
                 seen.setdefault(key(o), []).append(i)
-            for i, o in enumerate(self.objs):
+            for o in self.objs:
                 members = seen[key(o)]
                 if len(members) >= 2:
                     return tuple(members), kind

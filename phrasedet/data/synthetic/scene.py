@@ -205,7 +205,7 @@ def plan_scene(rng: np.random.Generator, split: str, forced: tuple = ()) -> Scen
         wanted.append(_pick(rng, combos, probs))
     scene = Scene(width, height, background)
     placed = []
-    for k, (colour, shape) in enumerate(wanted):
+    for colour, shape in wanted:
         large = rng.random() < 0.5
         lo, hi = LARGE_SIDES if large else SMALL_SIDES
         side = int(rng.integers(lo, hi + 1))
