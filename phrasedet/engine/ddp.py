@@ -1,12 +1,16 @@
 """Multi-process training on CPU (gloo): Detectron2's ``create_ddp_model`` always passes
 ``device_ids=[local_rank]``, which ``DistributedDataParallel`` rejects for CPU modules."""
 import contextlib
+import logging
+import multiprocessing
+import os
+import sys
 
 import detectron2.engine.defaults as d2_defaults
 import torch.distributed as dist
 from detectron2.utils import comm
 
-__all__ = ["create_ddp_model", "cpu_safe_ddp", "finish_distributed"]
+__all__ = ["cpu_safe_ddp", "create_ddp_model", "finish_distributed"]
 
 _d2_create_ddp_model = d2_defaults.create_ddp_model
 
@@ -28,13 +32,24 @@ def cpu_safe_ddp():
         d2_defaults.create_ddp_model = _d2_create_ddp_model
 
 
-
-
 def finish_distributed():
-    """End a process's part in a multi-process run: wait for every process, then close the
-    process group. Detectron2's ``launch`` returns without either, and a gloo process group
-    torn down at interpreter exit while a peer still talks can abort the process
-    ("terminate called without an active exception")."""
-    if comm.get_world_size() > 1:
-        comm.synchronize()
-        dist.destroy_process_group()
+    """End a process's part in a multi-process run: wait for every process, close the process
+    group, then leave at once.
+
+    Detectron2's ``launch`` returns from its spawned workers without a barrier or a
+    ``destroy_process_group``. At interpreter teardown gloo's C++ threads can then still hold
+    tensors whose release needs the (dying) interpreter, and the worker aborts with "terminate
+    called without an active exception" (SIGABRT) after its work is done; it was seen on the
+    first, cold run of a fresh clone even with the group destroyed. So a spawned worker flushes
+    its logs and streams and ends with ``os._exit(0)``, skipping that teardown. A single
+    process, or the launching process itself, returns normally.
+    """
+    if comm.get_world_size() <= 1:
+        return
+    comm.synchronize()
+    dist.destroy_process_group()
+    if multiprocessing.parent_process() is not None:  # a worker spawned by ``launch``
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
