@@ -282,3 +282,38 @@ def test_config_node_overrides_defaults_and_keywords_override_config():
     assert EmbeddingNetClassifier(cfg, 12, 7, embed_dim=8).phrase_branch.out_features == 8
     with pytest.raises(TypeError):
         CITEClassifier(cfg, 12, 7, no_such_option=1)
+
+
+# ---------------------------------------------------------------- phrase-side split (inference)
+
+
+def _fitted(name):
+    clf = build_region_classifier(_cfg_for(name), 8, 6)
+    if name == "CCAClassifier":
+        clf.load_projection(_two_layer_cca()[0][0])
+    elif name == "EmbeddingNetClassifier":
+        clf.init_from_cca(_two_layer_cca()[0])  # CITE stays random: its BN layers run on running stats
+    return clf.eval()
+
+
+def _cfg_for(name):
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = name
+    return cfg
+
+
+@pytest.mark.parametrize("name", ["QARCNNClassifier", "CCAClassifier", "EmbeddingNetClassifier", "CITEClassifier"])
+def test_encoded_scoring_equals_forward_and_region_index_picks_pairs(name):
+    torch.manual_seed(0)
+    clf = _fitted(name)
+    regions, phrases = torch.randn(7, 8), torch.randn(5, 6)
+    with torch.no_grad():
+        full, _ = clf(regions, phrases)
+        codes = clf.encode_phrases(phrases)
+        assert codes.shape[0] == 5
+        torch.testing.assert_close(clf.score_encoded(regions, codes), full, rtol=1e-5, atol=1e-5)
+        index = torch.tensor([[6, 0, 3], [1, 1, 2], [0, 5, 4], [2, 3, 6], [4, 4, 4]])
+        picked = clf.score_encoded(regions, codes, index)
+    assert picked.shape == (5, 3)
+    torch.testing.assert_close(picked, full.gather(1, index), rtol=1e-5, atol=1e-5)

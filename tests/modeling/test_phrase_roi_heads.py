@@ -156,3 +156,58 @@ def test_phrase_side_work_is_done_once_per_shared_vocabulary():
     heads.eval()  # weights may have changed in between: recomputed
     heads(images, features, proposals, None, [vocab])
     assert calls == [6, 6, 6, 6]
+
+
+def _cascade_heads(k):
+    from phrasedet.modeling.cca import CCAProjection
+
+    cfg = _cfg()
+    cfg.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK = k
+    cfg.MODEL.PHRASE_ROI_HEADS.TEST_TOPK = 2
+    heads = _heads(cfg)
+    g = torch.Generator().manual_seed(1)
+    d_r, d = heads.region_features.output_dim, 4
+    proj = CCAProjection(torch.zeros(d_r).numpy(), torch.zeros(PHRASE_DIM).numpy(), torch.randn(d_r, d, generator=g).numpy(),
+                         torch.randn(PHRASE_DIM, d, generator=g).numpy(), torch.ones(d).numpy(), torch.ones(d).numpy())
+    heads.shortlist.load_projection(proj)
+    return heads.eval()
+
+
+def test_cascade_scores_only_the_cca_shortlist():
+    images, features, proposals, _, _ = _case()
+    vocab = torch.randn(6, PHRASE_DIM)
+    full = _cascade_heads(1000)  # k >= regions: every region is scored, as without the cascade
+    plain = _heads(_cfg())
+    plain.test_topk = 2
+    plain.eval()
+    expected, _ = plain(images, features, proposals, None, [vocab, vocab])
+    got, _ = full(images, features, proposals, None, [vocab, vocab])
+    torch.testing.assert_close(got[0][0], expected[0][0])
+
+    heads = _cascade_heads(3)
+    seen = []
+    score = heads.classifier.score_encoded
+    heads.classifier.score_encoded = lambda r, c, index=None: seen.append(index) or score(r, c, index)
+    results, _ = heads(images, features, proposals, None, [vocab, vocab])
+    scores, index = results[0][0], seen[0]  # image 0
+    assert index.shape == (6, 3)  # 3 candidates per phrase
+    # the candidates are the 3 best regions by the CCA cosine, and the kept scores are the classifier's best among them
+    boxes = [p.proposal_boxes for p in proposals]
+    regions = heads.region_features(features, boxes, images.image_sizes)[: len(boxes[0])]
+    cca = heads.shortlist(regions, vocab)[0]
+    assert torch.equal(index.sort(1).values, cca.topk(3, dim=1).indices.sort(1).values)
+    logits = heads.classifier(regions, vocab)[0].gather(1, index)
+    torch.testing.assert_close(scores, logits.topk(2, dim=1).values.sigmoid())
+
+
+def test_cascade_needs_a_shortlist_capable_classifier():
+    class NoEncode(torch.nn.Module):
+        def forward(self, r, p, targets=None):
+            return p @ r.t(), {}
+
+    cfg = _cfg()
+    heads = _heads(cfg)
+    with pytest.raises(ValueError, match="CASCADE_TOPK 5"):
+        PhraseROIHeads(region_features=heads.region_features, classifier=NoEncode(), box_regressor=heads.box_regressor,
+                       box2box_transform=heads.box2box_transform, rois_per_phrase=4, positive_fraction=0.25, fg_threshold=0.5,
+                       shortlist=None, cascade_topk=5)

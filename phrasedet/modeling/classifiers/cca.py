@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .build import REGION_CLASSIFIER_REGISTRY
+from .build import REGION_CLASSIFIER_REGISTRY, dot_scores
 
 __all__ = ["CCAClassifier"]
 
@@ -69,21 +69,29 @@ class CCAClassifier(nn.Module):
                         self.register_buffer(f"{name}_{i}", torch.empty_like(state_dict[f"{prefix}{name}_{i}"]))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
-    def project(self, region_feats, phrase_feats):
-        """Projected, scaled features: regions [R, k], phrases [P, k] (ReLU between stacked layers)."""
+    def _project(self, feats, side: str):
+        """[N, D] -> [N, k], through every layer (ReLU between); side "region" or "phrase"."""
         if self.num_layers == 0:
             raise RuntimeError("CCA not fitted: call CCAClassifier.load_projection(fit_cca(...)) (or load a checkpoint holding one) before forward")
-        x, y = region_feats, phrase_feats
+        x = feats
         for i in range(self.num_layers):
             if i:
-                x, y = F.relu(x), F.relu(y)
-            g = lambda name: getattr(self, f"{name}_{i}")  # noqa: E731
-            s = g("scale")
-            x = ((x - g("region_mean")) @ g("region_proj")) * s
-            y = ((y - g("phrase_mean")) @ g("phrase_proj")) * s
-        return x, y
+                x = F.relu(x)
+            x = ((x - getattr(self, f"{side}_mean_{i}")) @ getattr(self, f"{side}_proj_{i}")) * getattr(self, f"scale_{i}")
+        return x
+
+    def project(self, region_feats, phrase_feats):
+        """Projected, scaled features: regions [R, k], phrases [P, k] (ReLU between stacked layers)."""
+        return self._project(region_feats, "region"), self._project(phrase_feats, "phrase")
+
+    def encode_phrases(self, phrase_feats):
+        """[P, D_t] -> L2-normalized projected phrases [P, k]."""
+        return F.normalize(self._project(phrase_feats, "phrase"), dim=-1)
+
+    def score_encoded(self, region_feats, codes, region_index=None):
+        """[R, D_r], codes [P, k] -> cosines [P, R] ([P, k'] for ``region_index`` [P, k'])."""
+        return dot_scores(codes, F.normalize(self._project(region_feats, "region"), dim=-1), region_index)
 
     def forward(self, region_feats, phrase_feats, targets=None):
         """[R, D_r], [P, D_t] -> cosine logits [P, R] and {} (CCA has no gradient loss)."""
-        x, y = self.project(region_feats, phrase_feats)
-        return F.normalize(y, dim=-1) @ F.normalize(x, dim=-1).t(), {}
+        return self.score_encoded(region_feats, self.encode_phrases(phrase_feats)), {}

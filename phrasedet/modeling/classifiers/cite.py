@@ -91,6 +91,30 @@ class CITEClassifier(_TwoBranchMixin, nn.Module):
         if dim != self.joint.fc.in_features:  # the CCA changed E: a new (random) joint layer
             self.joint = _FCBNReLU(dim, self.options["joint_dim"]).to(self.score.weight.device)
 
+    def encode_phrases(self, phrase_feats):
+        """[P, D_t] -> codes [P, E + K]: the phrase embedding e_p and the softmaxed concept weights."""
+        return torch.cat([self.embed_phrases(phrase_feats), self._concept_logits(phrase_feats).softmax(dim=1)], dim=1)
+
+    def score_encoded(self, region_feats, codes, region_index=None):
+        """[R, D_r], codes [P, E + K] -> logits [P, R] ([P, k] for ``region_index`` [P, k])."""
+        phrases, weights = codes.split([codes.shape[1] - len(self.concepts), len(self.concepts)], dim=1)
+        regions = self.embed_regions(region_feats)
+        paired = regions[None, :, :] if region_index is None else regions[region_index]  # [1 or P, N, E]
+        return self._score_products(phrases[:, None, :] * paired, weights)
+
+    def _concept_logits(self, phrase_feats):
+        """[P, D_t] -> pre-softmax concept weights a [P, K]."""
+        return self.concept_logits(self.concept_hidden(phrase_feats))
+
+    def _score_products(self, products, weights):
+        """products e_p * e_r [P, N, E], weights [P, K] -> logits [P, N]."""
+        num_phrases, num_regions = products.shape[:2]
+        joint = self.joint(products.reshape(num_phrases * num_regions, -1))
+        mixed = 0
+        for k, concept in enumerate(self.concepts):
+            mixed = mixed + concept(joint).reshape(num_phrases, num_regions, -1) * weights[:, k, None, None]
+        return self.score(mixed).squeeze(-1)
+
     def forward(self, region_feats, phrase_feats, targets=None):
         """[R, D_r], [P, D_t] -> logits [P, R] and the losses when ``targets`` is given."""
         num_phrases, num_regions = phrase_feats.shape[0], region_feats.shape[0]
@@ -98,13 +122,8 @@ class CITEClassifier(_TwoBranchMixin, nn.Module):
             logits = region_feats.new_zeros(num_phrases, num_regions) + 0.0 * sum(p.sum() for p in self.parameters())
             return logits, ({} if targets is None else {"loss_phrase_cls": logits.sum() * 0.0})
         regions, phrases = self.embed(region_feats, phrase_feats)
-        a = self.concept_logits(self.concept_hidden(phrase_feats))  # [P, K] pre-softmax
-        weights = a.softmax(dim=1)
-        joint = self.joint((phrases[:, None, :] * regions[None, :, :]).reshape(num_phrases * num_regions, -1))
-        mixed = 0
-        for k, concept in enumerate(self.concepts):
-            mixed = mixed + concept(joint).reshape(num_phrases, num_regions, -1) * weights[:, k, None, None]
-        logits = self.score(mixed).squeeze(-1)
+        a = self._concept_logits(phrase_feats)  # [P, K] pre-softmax
+        logits = self._score_products(phrases[:, None, :] * regions[None, :, :], a.softmax(dim=1))
         if targets is None:
             return logits, {}
         losses = self.losses(logits, a, targets)

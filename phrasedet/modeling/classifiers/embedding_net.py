@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..cca_layers import CCAInitLinear
-from .build import REGION_CLASSIFIER_REGISTRY
+from .build import REGION_CLASSIFIER_REGISTRY, dot_scores
 
 __all__ = ["EmbeddingNetClassifier", "TwoLayerBranch", "resolve_options"]
 
@@ -114,7 +114,15 @@ class _TwoBranchMixin:
 
     def embed(self, region_feats, phrase_feats):
         """L2-normalized embeddings: regions [R, E], phrases [P, E]."""
-        return F.normalize(self.region_branch(region_feats), dim=-1), F.normalize(self.phrase_branch(phrase_feats), dim=-1)
+        return self.embed_regions(region_feats), self.embed_phrases(phrase_feats)
+
+    def embed_regions(self, region_feats):
+        """[R, D_r] -> L2-normalized [R, E]."""
+        return F.normalize(self.region_branch(region_feats), dim=-1)
+
+    def embed_phrases(self, phrase_feats):
+        """[P, D_t] -> L2-normalized [P, E]."""
+        return F.normalize(self.phrase_branch(phrase_feats), dim=-1)
 
 
 def _mean_topk(values: torch.Tensor, k: int):
@@ -179,6 +187,14 @@ class EmbeddingNetClassifier(_TwoBranchMixin, nn.Module):
         self.options = o = resolve_options(cfg, "EMBEDDING_NET", self.DEFAULTS, overrides)
         self.region_branch = TwoLayerBranch(region_dim, o["hidden_dim"], o["embed_dim"], o["scale_bias"])
         self.phrase_branch = TwoLayerBranch(phrase_dim, o["hidden_dim"], o["embed_dim"], o["scale_bias"])
+
+    def encode_phrases(self, phrase_feats):
+        """[P, D_t] -> the phrase embeddings [P, E]."""
+        return self.embed_phrases(phrase_feats)
+
+    def score_encoded(self, region_feats, codes, region_index=None):
+        """[R, D_r], codes [P, E] -> cosines [P, R] ([P, k] for ``region_index`` [P, k])."""
+        return dot_scores(codes, self.embed_regions(region_feats), region_index)
 
     def forward(self, region_feats, phrase_feats, targets=None):
         """[R, D_r], [P, D_t] -> cosine logits [P, R] and the losses when ``targets`` is given."""

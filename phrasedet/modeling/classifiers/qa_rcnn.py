@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .build import REGION_CLASSIFIER_REGISTRY
+from .build import REGION_CLASSIFIER_REGISTRY, dot_scores
 
 __all__ = ["QARCNNClassifier"]
 
@@ -31,9 +31,9 @@ class QARCNNClassifier(nn.Module):
         """[P, D_t] -> the generated classifier weights w = W v, [P, D_r]."""
         return self.weight_generator(phrase_feats)
 
-    def score_encoded(self, region_feats, weights):
-        """[R, D_r], [P, D_r] -> logits [P, R]."""
-        return weights @ region_feats.t() + self.bias
+    def score_encoded(self, region_feats, weights, region_index=None):
+        """[R, D_r], [P, D_r] -> logits [P, R] ([P, k] for ``region_index`` [P, k])."""
+        return dot_scores(weights, region_feats, region_index) + self.bias
 
     def forward(self, region_feats, phrase_feats, targets=None):
         """[R, D_r], [P, D_t] -> logits [P, R] and the sigmoid cross-entropy when ``targets`` is given."""

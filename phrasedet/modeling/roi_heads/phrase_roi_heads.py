@@ -7,6 +7,10 @@ classifier and regress the foreground pairs' boxes with the phrase-conditioned r
 Inference: every phrase asked about (an image's own phrases, or a whole vocabulary in batches
 of ``TEST_PHRASE_BATCH``) keeps its top-K regions by score; their boxes are refined by that
 phrase's regression and clipped to the image. Memory grows with the batch, not the vocabulary.
+
+Cascade (``CASCADE_TOPK`` = k > 0): the cheap CCA cosine (``self.shortlist``, a
+:class:`CCAClassifier`) ranks every region for every phrase, and the classifier scores only each
+phrase's k best; the top-K come from those. With k >= the number of regions it is full scoring.
 """
 import torch
 from detectron2.config import configurable
@@ -17,7 +21,7 @@ from detectron2.modeling.roi_heads import ROI_HEADS_REGISTRY
 from fvcore.nn import smooth_l1_loss
 from torch import nn
 
-from ..classifiers import PhraseTargets, build_region_classifier
+from ..classifiers import CCAClassifier, PhraseTargets, build_region_classifier
 from .phrase_box_regression import PhraseBoxRegressor
 from .phrase_sampling import phrase_iou, sample_regions_per_phrase
 from .region_features import RegionFeatureExtractor
@@ -41,6 +45,8 @@ class PhraseROIHeads(nn.Module):
         smooth_l1_beta: float = 1.0,
         test_topk: int = 1,
         test_phrase_batch: int = 1500,
+        shortlist: CCAClassifier = None,
+        cascade_topk: int = 0,
     ):
         super().__init__()
         self.region_features = region_features
@@ -53,7 +59,12 @@ class PhraseROIHeads(nn.Module):
         self.smooth_l1_beta = smooth_l1_beta
         self.test_topk = test_topk
         self.test_phrase_batch = test_phrase_batch
-        self._phrase_cache = None  # (phrase_feats, box-regression embeddings, classifier codes)
+        if cascade_topk and (shortlist is None or not hasattr(classifier, "score_encoded")):
+            raise ValueError(f"CASCADE_TOPK {cascade_topk} needs a CCA shortlist and a classifier with score_encoded "
+                             f"({type(classifier).__name__})")
+        self.shortlist = shortlist
+        self.cascade_topk = cascade_topk
+        self._phrase_cache = None  # (phrase_feats, box-regression embeddings, classifier codes, shortlist codes)
 
     @classmethod
     def from_config(cls, cfg, input_shape, phrase_dim=None):
@@ -61,6 +72,9 @@ class PhraseROIHeads(nn.Module):
         if phrase_dim is None:
             raise ValueError("PhraseROIHeads needs the phrase feature size: build it through PhraseRCNN")
         region_features = RegionFeatureExtractor(cfg, input_shape)
+        cascade = h.CASCADE_TOPK
+        if cascade < 0:
+            raise ValueError(f"MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK must be >= 0, got {cascade}")
         return {
             "region_features": region_features,
             "classifier": build_region_classifier(cfg, region_features.output_dim, phrase_dim),
@@ -72,6 +86,8 @@ class PhraseROIHeads(nn.Module):
             "smooth_l1_beta": cfg.MODEL.ROI_BOX_HEAD.SMOOTH_L1_BETA,
             "test_topk": h.TEST_TOPK,
             "test_phrase_batch": h.TEST_PHRASE_BATCH,
+            "shortlist": CCAClassifier(cfg, region_features.output_dim, phrase_dim) if cascade else None,
+            "cascade_topk": cascade,
         }
 
     # ---------------------------------------------------------------- training
@@ -122,23 +138,33 @@ class PhraseROIHeads(nn.Module):
     @torch.no_grad()
     def _phrase_side(self, phrase_feats):
         """The phrase-side work, done once for a vocabulary shared by every image (the same tensor):
-        the box regressor's phrase embeddings [P, D_r] and, for a classifier with
-        ``encode_phrases``, its phrase codes (else the features themselves)."""
+        the box regressor's phrase embeddings [P, D_r], the classifier's phrase codes (the features
+        themselves for a classifier without ``encode_phrases``) and the shortlist's codes (or None)."""
         if self._phrase_cache is None or self._phrase_cache[0] is not phrase_feats:
             encode = getattr(self.classifier, "encode_phrases", None)
             codes = encode(phrase_feats) if encode is not None else phrase_feats
-            self._phrase_cache = (phrase_feats, self.box_regressor.embed_phrases(phrase_feats), codes)
-        return self._phrase_cache[1], self._phrase_cache[2]
+            short = self.shortlist.encode_phrases(phrase_feats) if self.cascade_topk else None
+            self._phrase_cache = (phrase_feats, self.box_regressor.embed_phrases(phrase_feats), codes, short)
+        return self._phrase_cache[1:]
+
+    def _scores(self, regions, codes, short_codes):
+        """Classifier logits of B phrases' candidate regions: (logits [B, N], candidates [B, N] or None
+        when every region is a candidate)."""
+        if short_codes is not None and self.cascade_topk < len(regions):
+            candidates = self.shortlist.score_encoded(regions, short_codes).topk(self.cascade_topk, dim=1).indices
+            return self.classifier.score_encoded(regions, codes, candidates), candidates
+        if hasattr(self.classifier, "score_encoded"):
+            return self.classifier.score_encoded(regions, codes), None
+        return self.classifier(regions, codes)[0], None
 
     @torch.no_grad()
-    def _score_batch(self, boxes, regions, image_size, embeds, codes):
+    def _score_batch(self, boxes, regions, image_size, embeds, codes, short_codes=None):
         """Top-K regions of B phrases: scores [B, K] (sigmoid), refined boxes [B, K, 4]."""
-        if hasattr(self.classifier, "score_encoded"):
-            logits = self.classifier.score_encoded(regions, codes)
-        else:
-            logits, _ = self.classifier(regions, codes)
+        logits, candidates = self._scores(regions, codes, short_codes)
         k = min(self.test_topk, logits.shape[1])
         top, idx = logits.topk(k, dim=1)
+        if candidates is not None:
+            idx = candidates.gather(1, idx)
         deltas = self.box_regressor(regions[idx], embeds[:, None])
         refined = self.box2box_transform.apply_deltas(deltas.reshape(-1, 4), boxes.tensor[idx].reshape(-1, 4))
         h, w = image_size
@@ -163,9 +189,10 @@ class PhraseROIHeads(nn.Module):
             if len(b) == 0:
                 results.append((torch.full((len(v), 0), float("nan")), torch.zeros((len(v), 0, 4))))
                 continue
-            embeds, codes = self._phrase_side(v)
+            embeds, codes, short = self._phrase_side(v)
             step = self.test_phrase_batch
-            parts = [self._score_batch(b, r, size, embeds[i:i + step], codes[i:i + step]) for i in range(0, len(v), step)]
+            parts = [self._score_batch(b, r, size, embeds[i:i + step], codes[i:i + step], None if short is None else short[i:i + step])
+                     for i in range(0, len(v), step)]
             results.append((cat([s for s, _ in parts]).cpu(), cat([x for _, x in parts]).cpu()))
         return results
 
