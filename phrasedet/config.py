@@ -54,6 +54,10 @@ def add_phrasedet_config(cfg):
     _C.MODEL.PHRASE_ROI_HEADS.TEST_TOPK = 1
     # Phrases scored at once at inference; bounds memory for large vocabularies (paper 003's code: 1500).
     _C.MODEL.PHRASE_ROI_HEADS.TEST_PHRASE_BATCH = 1500
+    # Cascade at inference (not in any released code): shortlist this many regions per phrase by the
+    # CCA cosine, then score only those with CLASSIFIER; 0 = score every region with CLASSIFIER.
+    # Needs a fitted CCA (the staged recipe loads it; it is saved in the checkpoint).
+    _C.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK = 0
 
     _C.MODEL.PHRASE_ROI_HEADS.EMBEDDING_NET = CN()
     # Embedding Network layer-1 size (paper 003's code: 2053, the region feature size).
@@ -128,6 +132,42 @@ def add_phrasedet_config(cfg):
     _C.PHRASEDET.CCA.POWER = 1.0
     # Output size of each stacked CCA layer (paper 003's code: layer 1 min(D_r, D_t), layer 2 1024); 0 = min of the input sizes.
     _C.PHRASEDET.CCA.DIMS = [0, 0]
+    # Stacked layers the CCA classifier and the cascade shortlist score with: 1 = the paper's linear CCA.
+    _C.PHRASEDET.CCA.SCORE_LAYERS = 1
+
+    # Paper 003's staged recipe, run by tools/train_net.py when ENABLED (each stage in a folder of OUTPUT_DIR):
+    #   stage1_detector    the phrase-aware detector (RPN, box regression, DETECTOR_CLASSIFIER) with SOLVER.*;
+    #   stage2_cca         CCA over the whole training set with the stage-1 model (cca.npz);
+    #   stage3_classifier  MODEL.PHRASE_ROI_HEADS.CLASSIFIER trained on the frozen stage-1 detector,
+    #                      CCA-initialized when CCA_INIT (the released code trains CITE on frozen features);
+    #   stage4_finetune    everything fine-tuned (the paper), when FINETUNE_ITERS > 0.
+    # --resume continues in the stage that was interrupted, with the fitted CCA.
+    _C.PHRASEDET.RECIPE = CN()
+    # Run the staged recipe (True) or train the configured model in one stage (False).
+    _C.PHRASEDET.RECIPE.ENABLED = False
+    # Classifier of stage 1 (paper 003's code: a 2-way "entropy" classifier; here QA R-CNN).
+    _C.PHRASEDET.RECIPE.DETECTOR_CLASSIFIER = "QARCNNClassifier"
+    # A trained stage-1 checkpoint (a model_final.pth of stage1_detector): stage 1 is skipped.
+    _C.PHRASEDET.RECIPE.DETECTOR_WEIGHTS = ""
+    # Initialize the classifier from the stage-2 CCA: layers 1-2 of both branches (Embedding Network,
+    # CITE) or the projections (the CCA classifier, which needs it).
+    _C.PHRASEDET.RECIPE.CCA_INIT = True
+    # Stage-3 iterations (0: the classifier is saved and evaluated untrained).
+    _C.PHRASEDET.RECIPE.CLASSIFIER_ITERS = 600
+    # Stage-3 optimizer: "SGD" (SOLVER.MOMENTUM, WEIGHT_DECAY) or "Adam" (no weight decay; the CITE code: Adam 5e-5).
+    _C.PHRASEDET.RECIPE.CLASSIFIER_OPTIMIZER = "SGD"
+    # Stage-3 learning rate.
+    _C.PHRASEDET.RECIPE.CLASSIFIER_LR = 0.01
+    # Stage-3 iterations where the learning rate is multiplied by SOLVER.GAMMA.
+    _C.PHRASEDET.RECIPE.CLASSIFIER_STEPS = []
+    # Stage-4 (fine-tune everything) iterations; 0 skips stage 4 (the released code).
+    _C.PHRASEDET.RECIPE.FINETUNE_ITERS = 0
+    # Stage-4 optimizer: "SGD" or "Adam".
+    _C.PHRASEDET.RECIPE.FINETUNE_OPTIMIZER = "SGD"
+    # Stage-4 learning rate.
+    _C.PHRASEDET.RECIPE.FINETUNE_LR = 0.001
+    # Stage-4 iterations where the learning rate is multiplied by SOLVER.GAMMA.
+    _C.PHRASEDET.RECIPE.FINETUNE_STEPS = []
 
     _C.INPUT.PHRASES = CN()
     # Phrases sampled per training image (paper 003: 5); each keeps all its boxes.

@@ -1,10 +1,13 @@
 #!/usr/bin/env python
 """Train and evaluate phrasedet models with Detectron2's usual command line:
 
-    python tools/train_net.py --config-file configs/qa_rcnn.yaml [--num-gpus N] [--eval-only]
+    python tools/train_net.py --config-file configs/cite_cca.yaml [--num-gpus N] [--eval-only]
         [--resume] [KEY VALUE ...]
 
-``--num-gpus N`` starts N processes; on a machine without a GPU they train on the CPU with gloo.
+A config with ``PHRASEDET.RECIPE.ENABLED`` runs paper 003's staged recipe (detector, CCA,
+classifier, optional fine-tuning; see ``phrasedet/engine/recipe.py``), ``--resume`` continuing in
+the interrupted stage; other configs train one model. ``--num-gpus N`` starts N processes; on a
+machine without a GPU they train on the CPU with gloo.
 """
 import logging
 import os
@@ -18,7 +21,7 @@ from detectron2.utils.logger import setup_logger
 
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine import PhraseTrainer, finish_distributed
+from phrasedet.engine import PhraseTrainer, build_recipe_model, finish_distributed, run_recipe
 from phrasedet.utils import save_test_visualizations
 
 
@@ -52,10 +55,15 @@ def main(args):
 
 def run(args):
     cfg = setup(args)
+    recipe = cfg.PHRASEDET.RECIPE.ENABLED
     if args.eval_only:
-        model = PhraseTrainer.build_model(cfg)
+        model = build_recipe_model(cfg) if recipe else PhraseTrainer.build_model(cfg)
         DetectionCheckpointer(model, save_dir=cfg.OUTPUT_DIR).resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
         results = PhraseTrainer.test(cfg, model)
+        visualize(cfg, model)
+        return results
+    if recipe:
+        model, results = run_recipe(cfg, resume=args.resume)
         visualize(cfg, model)
         return results
     trainer = PhraseTrainer(cfg)

@@ -7,15 +7,28 @@ pairs are kept per image. Layer 1 is fitted on the raw features; layer 2 on the 
 projections of the same pairs (a second pass over the data, so memory stays bounded).
 """
 import logging
+import os
 import time
 
 import numpy as np
 import torch
+from detectron2.data import DatasetCatalog, build_detection_test_loader
 from detectron2.structures import pairwise_iou
+from torch.utils.data import SequentialSampler
 
-from .cca import PhraseGroupedMoments, fit_cca
+from phrasedet.data import PhraseDatasetMapper, training_vocabulary
 
-__all__ = ["collect_positive_pairs", "fit_stacked_cca", "replayable"]
+from .cca import CCAProjection, PhraseGroupedMoments, fit_cca
+
+__all__ = [
+    "cca_layer_dims",
+    "collect_positive_pairs",
+    "fit_cca_from_detector",
+    "fit_stacked_cca",
+    "load_cca_layers",
+    "replayable",
+    "save_cca_layers",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -115,3 +128,59 @@ def fit_stacked_cca(pair_batches, phrase_table, dims, ridge=1e-4, power=1.0):
         region_fn = (lambda f, g: (lambda v: g(f(v))))(previous, project)
         table = _relu_projection(cca.mean_y, cca.B, cca.scale)(table)
     return layers
+
+
+def cca_layer_dims(dims, region_dim: int, phrase_dim: int):
+    """``PHRASEDET.CCA.DIMS`` resolved: a 0 entry means the previous layer's size, starting from
+    min(D_r, D_t) (paper 003's code: min(D_r, D_t) then 1024)."""
+    out, size = [], min(region_dim, phrase_dim)
+    for d in dims:
+        size = d or size
+        out.append(size)
+    return out
+
+
+def fit_cca_from_detector(cfg, model):
+    """Stacked CCA of ``cfg.PHRASEDET.CCA`` fitted on the pairs ``model`` (a trained
+    :class:`PhraseRCNN`) finds over every image of ``cfg.DATASETS.TRAIN``.
+
+    The whole training set is read in this process (not sharded across processes), once if the
+    pairs fit in 2 GB, else once per layer. Returns the list of :class:`CCAProjection`.
+    """
+    c = cfg.PHRASEDET.CCA
+    phrases = training_vocabulary(cfg.DATASETS.TRAIN).phrases()
+    table = model.phrase_bank(phrases).cpu().numpy()
+    index = {p: i for i, p in enumerate(phrases)}
+    mapper = PhraseDatasetMapper(cfg, is_train=False)
+
+    def batches():
+        for name in cfg.DATASETS.TRAIN:
+            dicts = DatasetCatalog.get(name)
+            loader = build_detection_test_loader(dicts, mapper=mapper, sampler=SequentialSampler(dicts), num_workers=cfg.DATALOADER.NUM_WORKERS)
+            yield from collect_positive_pairs(model, loader, index, c.PAIR_IOU, c.MAX_PAIRS_PER_IMAGE)
+
+    dims = cca_layer_dims(c.DIMS, model.roi_heads.region_features.output_dim, table.shape[1])
+    return fit_stacked_cca(replayable(batches), table, dims, c.RIDGE, c.POWER)
+
+
+def save_cca_layers(path: str, layers) -> None:
+    """Write stacked CCA layers to ``path`` (.npz: ``layer{i}_{field}`` per layer)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **{f"layer{i}_{k}": v for i, layer in enumerate(layers) for k, v in vars(layer).items()})
+    os.replace(tmp, path)  # a reader (or --resume) never sees half a file
+
+
+def load_cca_layers(path: str):
+    """The list of :class:`CCAProjection` that :func:`save_cca_layers` wrote."""
+    fields = list(CCAProjection.__dataclass_fields__)
+    with np.load(path) as f:
+        n = 0
+        while f"layer{n}_A" in f:
+            n += 1
+        if n == 0:
+            raise ValueError(f"{path}: no CCA layer (expected keys layer0_{{{', '.join(fields)}}})")
+        missing = [f"layer{i}_{k}" for i in range(n) for k in fields if f"layer{i}_{k}" not in f]
+        if missing:
+            raise ValueError(f"{path}: missing {missing}")
+        return [CCAProjection(**{k: f[f"layer{i}_{k}"] for k in fields}) for i in range(n)]

@@ -1,0 +1,149 @@
+"""Paper 003's staged recipe (phrasedet/engine/recipe.py): the stages end to end on a tiny budget,
+--resume in the interrupted stage, --eval-only of the result, and the model surgery it relies on."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from detectron2.config import get_cfg
+from torch import nn
+
+from phrasedet.config import add_phrasedet_config
+from phrasedet.engine.recipe import _check, freeze_all_but, load_weights
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+TINY = [
+    "SOLVER.IMS_PER_BATCH", "2", "DATALOADER.NUM_WORKERS", "0", "MODEL.RPN.POST_NMS_TOPK_TEST", "20",
+    "DATASETS.TEST", "('builtin_flickr30k_entities_val',)", "SOLVER.CHECKPOINT_PERIOD", "2", "SOLVER.MAX_ITER", "3",
+    "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1", "PHRASEDET.TEXT.WORD2VEC_DIM", "16",
+    "PHRASEDET.RECIPE.CLASSIFIER_ITERS", "4", "PHRASEDET.RECIPE.CLASSIFIER_STEPS", "[]",
+]
+
+
+def _run(config, out, *args):
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file", os.path.join(ROOT, "configs", config),
+           *args, "OUTPUT_DIR", str(out), *TINY]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def _results(log):
+    """The last copypaste row of numbers (the final evaluation)."""
+    return re.findall(r"copypaste: ([0-9.,]+)\n", log)[-1]
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tmp_path):
+    log = _run("cite_cca.yaml", tmp_path)
+    for stage in ("stage1_detector", "stage3_classifier"):
+        assert os.path.isfile(tmp_path / stage / "model_final.pth")
+    assert not os.path.exists(tmp_path / "stage4_finetune")  # FINETUNE_ITERS 0
+    assert "stage2_cca: saved 2 CCA layers" in log
+    assert os.path.isfile(tmp_path / "stage3_classifier" / "inference" / "builtin_flickr30k_entities_val" / "phrase_aps.json")
+    assert not os.path.exists(tmp_path / "stage1_detector" / "inference")  # only the last stage evaluates
+
+    # the classifier's layers 1 and 2 started from the CCA, and the checkpoint keeps that starting point
+    with np.load(tmp_path / "stage2_cca" / "cca.npz") as f:
+        a1, b2 = f["layer0_A"], f["layer1_B"]
+    state = torch.load(tmp_path / "stage3_classifier" / "model_final.pth", weights_only=True)["model"]
+    clf = "roi_heads.classifier."
+    np.testing.assert_allclose(state[clf + "region_branch.layers.0.weight_init"].numpy(), a1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(state[clf + "phrase_branch.layers.1.weight_init"].numpy(), b2, rtol=1e-5, atol=1e-6)
+    assert bool(state[clf + "region_branch.layers.0.cca_flag"])
+    # the detector was frozen in stage 3: identical to stage 1's
+    detector = torch.load(tmp_path / "stage1_detector" / "model_final.pth", weights_only=True)["model"]
+    shared = [k for k in state if not k.startswith(clf)]
+    assert len(shared) > 50 and all(torch.equal(state[k], detector[k]) for k in shared)
+    assert "roi_heads.box_regressor.phrase_embed.1.running_mean" in shared  # BatchNorm statistics too
+
+    # interrupt stage 3 after iteration 2 of 4: --resume goes on there, with the stage-1 model and the CCA as they were
+    stage3 = tmp_path / "stage3_classifier"
+    for name in ("model_final.pth", "model_0000003.pth"):
+        os.remove(stage3 / name)
+    (stage3 / "last_checkpoint").write_text("model_0000001.pth")
+    mtime = os.path.getmtime(tmp_path / "stage2_cca" / "cca.npz")
+    log = _run("cite_cca.yaml", tmp_path, "--resume")
+    assert "stage1_detector: finished before" in log and "stage2_cca: using the CCA fitted before" in log
+    assert "Starting training from iteration 2" in log
+    assert os.path.getmtime(tmp_path / "stage2_cca" / "cca.npz") == mtime
+    final = _results(log)
+
+    # --eval-only rebuilds the CCA-shaped model from the recipe's folder and gives the same numbers
+    log = _run("cite_cca.yaml", tmp_path, "--eval-only", "MODEL.WEIGHTS", str(stage3 / "model_final.pth"))
+    assert "Starting training" not in log and _results(log) == final
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_cca_classifier_recipe_reuses_a_detector_and_trains_nothing(tmp_path):
+    first = tmp_path / "first"
+    _run("qa_rcnn_staged.yaml", first)  # QA R-CNN: its stage-1 classifier goes on training in stage 3
+    detector = first / "stage1_detector" / "model_final.pth"
+    log = _run("cca.yaml", tmp_path / "cca", "PHRASEDET.RECIPE.DETECTOR_WEIGHTS", str(detector))
+    assert "stage1_detector: using the trained detector" in log and "Starting training" not in log
+    assert "stage3_classifier: nothing to train" in log and "copypaste: Task: phrase_detection" in log
+    state = torch.load(tmp_path / "cca" / "stage3_classifier" / "model_final.pth", weights_only=True)["model"]
+    with np.load(tmp_path / "cca" / "stage2_cca" / "cca.npz") as f:
+        np.testing.assert_allclose(state["roi_heads.classifier.region_proj_0"].numpy(), f["layer0_A"], rtol=1e-5, atol=1e-6)
+    assert "roi_heads.classifier.region_proj_1" not in state  # PHRASEDET.CCA.SCORE_LAYERS 1: the paper's linear CCA
+
+
+def _recipe_cfg(**recipe):
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    for key, value in recipe.items():
+        cfg.PHRASEDET.RECIPE[key] = value
+    return cfg
+
+
+@pytest.mark.parametrize("recipe, message", [
+    ({"CLASSIFIER_OPTIMIZER": "Adagrad"}, "PHRASEDET.RECIPE.CLASSIFIER_OPTIMIZER must be one of"),
+    ({"FINETUNE_ITERS": -1}, "PHRASEDET.RECIPE.FINETUNE_ITERS must be >= 0"),
+    ({"DETECTOR_WEIGHTS": "/nonexistent/model_final.pth"}, "DETECTOR_WEIGHTS: no file"),
+])
+def test_bad_recipe_settings_are_named(recipe, message):
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        _check(_recipe_cfg(**recipe))
+
+
+def test_cca_classifier_without_cca_is_refused():
+    cfg = _recipe_cfg(CCA_INIT=False)
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "CCAClassifier"
+    with pytest.raises(ValueError, match="needs PHRASEDET.RECIPE.CCA_INIT True"):
+        _check(cfg)
+
+
+def _toy():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 1)))
+
+
+def test_freeze_all_but_stops_gradients_and_batchnorm_updates_outside():
+    model = _toy()
+    head = model[2]
+    freeze_all_but(model, head)
+    model.train()
+    frozen_stats = model[1].running_mean.clone()
+    model(torch.randn(8, 3)).sum().backward()
+    assert all(p.grad is None for p in list(model[0].parameters()) + list(model[1].parameters()))
+    assert all(p.grad is not None for p in head.parameters())
+    assert torch.equal(model[1].running_mean, frozen_stats)  # frozen BN: running statistics kept
+    assert not torch.equal(head[1].running_mean, torch.zeros(4))  # trainable BN: updated
+
+
+def test_load_weights_names_what_does_not_fit(tmp_path):
+    model = _toy()
+    path = tmp_path / "ckpt.pth"
+    torch.save({"model": {k: v for k, v in model.state_dict().items() if not k.startswith("2.2")}, "iteration": 3}, path)
+    with pytest.raises(ValueError, match=r"missing \['2.2.weight', '2.2.bias'\]"):
+        load_weights(_toy(), str(path))
+    load_weights(_toy(), str(path), may_miss=("2.2.",))
+    torch.save({"model": {**model.state_dict(), "extra.weight": torch.zeros(1)}}, path)
+    with pytest.raises(ValueError, match=r"unexpected \['extra.weight'\]"):
+        load_weights(_toy(), str(path))
+    fresh = _toy()
+    load_weights(fresh, str(path), drop=("extra.",))
+    assert torch.equal(fresh[0].weight, model[0].weight)
