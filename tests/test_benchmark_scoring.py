@@ -1,0 +1,27 @@
+"""tools/benchmark_scoring.py: every classifier and the cascade run at tiny sizes; the table's ratios."""
+import argparse
+import importlib.util
+import os
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("benchmark_scoring", os.path.join(os.path.dirname(__file__), "..", "tools", "benchmark_scoring.py"))
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+TINY = dict(region_dim=12, phrase_dim=10, hidden=8, embed=6, joint=8, concept=4)
+
+
+@pytest.mark.parametrize("name, cascade", [(n, 0) for n in bench.CLASSIFIERS] + [("CITEClassifier", 3)])
+def test_each_classifier_is_measured(name, cascade):
+    encode, score = bench.measure(name, TINY, phrases=7, regions=5, batch=3, repeats=1, cascade=cascade)
+    assert encode >= 0 and score > 0
+
+
+def test_table_ratios_are_to_the_matrix_product():
+    args = argparse.Namespace(sizes="builtin", phrases=5000, regions=300, batch=650, repeats=2)
+    text = bench.format_table(args, [("matrix product", 0.0, 0.010, 0.5), ("CITEClassifier", 0.002, 0.050, 1.25)])
+    rows = [line for line in text.splitlines() if line.startswith("| CITEClassifier")]
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells == ["CITEClassifier", "2.0", "50.0", "5.0", "1.25"]
+    assert text.startswith("5000 phrases x 300 regions, D_r 261, D_t 100")
