@@ -14,7 +14,8 @@ Each stage works in its own folder of ``OUTPUT_DIR``:
 4. ``stage4_finetune``: every layer fine-tuned for ``RECIPE.FINETUNE_ITERS`` (the paper's last
    stage; the released code stops after stage 3), when that is > 0.
 
-The last stage evaluates on ``DATASETS.TEST``; the earlier ones do not. With ``--resume`` a
+The last stage evaluates on ``DATASETS.TEST``; the earlier ones do not. The final results and the
+final model's path are also written to ``<OUTPUT_DIR>/results.json``. With ``--resume`` a
 finished stage (its ``model_final.pth`` or ``cca.npz`` exists) is not run again, the interrupted
 one continues from its last checkpoint, and the last stage, when finished, only evaluates (as
 Detectron2's ``--resume`` does). Without ``--resume`` every stage starts afresh.
@@ -22,6 +23,7 @@ Detectron2's ``--resume`` does). Without ``--resume`` every stage starts afresh.
 With several processes, stages 1, 3 and 4 train with all of them; the main process fits the
 CCA (reading the whole training set) while the others wait.
 """
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -287,5 +289,8 @@ def run_recipe(cfg, resume: bool = False):
     model, results = None, None
     for i, stage in enumerate(stages):
         model, results = run_stage(stage, resume, final=i == len(stages) - 1)
-    logger.info("Recipe finished: final model %s", stages[-1].final_weights)
+    if comm.is_main_process() and results:
+        with open(os.path.join(cfg.OUTPUT_DIR, "results.json"), "w") as f:
+            json.dump({"final_model": stages[-1].final_weights, "results": results}, f, indent=1)
+    logger.info("Recipe finished: final model %s; results in %s", stages[-1].final_weights, os.path.join(cfg.OUTPUT_DIR, "results.json"))
     return model, results

@@ -1,0 +1,102 @@
+#!/usr/bin/env python
+"""The README's results table in one command: paper 003's recipe for each classifier, with the
+same stage-1 detector and the same stage-3 budget (configs/Base-Recipe.yaml), then CITE with the
+CCA cascade, printed as one table.
+
+    python tools/compare_recipes.py [--resume] [--output-root output] [--cascade-k 10] [KEY VALUE ...]
+
+The first config (cite_cca) runs every stage; the others reuse its stage-1 detector
+(``PHRASEDET.RECIPE.DETECTOR_WEIGHTS``), so random- and CCA-initialized classifiers sit on the very
+same detector. Each run writes ``<output-root>/<config>/results.json``; ``--resume`` passes
+``--resume`` on, so finished stages are not run again. Extra ``KEY VALUE`` pairs go to every run.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+CONFIGS = ["cite_cca", "cite", "embedding_net_cca", "embedding_net", "cca", "qa_rcnn_staged"]
+COLUMNS = [("mAP_zero_shot", "zero-shot mAP"), ("mAP_few_shot", "few-shot mAP"), ("mAP_common", "common mAP"),
+           ("mAP", "mAP (mean of buckets)"), ("loc_acc", "localization acc.")]
+_TIME = re.compile(r"Total inference pure compute time: \S+ \(([0-9.]+) s / iter per device")
+
+
+def _train_net(config, out, args, extra):
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file", os.path.join(ROOT, "configs", f"{config}.yaml"),
+           *args, "OUTPUT_DIR", out, *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return proc.stdout + proc.stderr, time.perf_counter() - start
+
+
+def run_config(config, root, resume, extra):
+    """Run one recipe; returns (results["phrase_detection"], wall seconds)."""
+    out = os.path.join(root, config)
+    log, seconds = _train_net(config, out, ["--resume"] if resume else [], extra)
+    with open(os.path.join(out, "results.json")) as f:
+        return json.load(f)["results"]["phrase_detection"], seconds
+
+
+def run_cascade(config, root, k, extra):
+    """``--eval-only`` of a finished recipe with and without the cascade: [(label, metrics, s/image)]."""
+    out = os.path.join(root, config)
+    with open(os.path.join(out, "results.json")) as f:
+        weights = json.load(f)["final_model"]
+    rows = []
+    for label, topk in ((f"{config}, full scoring", 0), (f"{config}, cascade k={k}", k)):
+        log, _ = _train_net(config, out, ["--eval-only"], ["MODEL.WEIGHTS", weights, "MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK", str(topk), *extra])
+        rows.append((label, _copypaste(log), float(_TIME.findall(log)[-1])))
+    return rows
+
+
+def _copypaste(log):
+    """The phrase-detection metrics of Detectron2's ``copypaste`` lines in a log."""
+    names = re.findall(r"copypaste: (mAP,[A-Za-z_,]+)\n", log)[-1].split(",")
+    values = re.findall(r"copypaste: ([0-9.,nan]+)\n", log)[-1].split(",")
+    return {n: float(v) for n, v in zip(names, values)}
+
+
+def _cell(value, percent=False):
+    return "n/a" if value != value else (f"{value:.1f} %" if percent else f"{value:.2f}")
+
+
+def format_table(rows, extra_header="time"):
+    head = "| model | " + " | ".join(title for _, title in COLUMNS) + f" | {extra_header} |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    for label, metrics, extra in rows:
+        cells = [_cell(metrics[key], key == "loc_acc") for key, _ in COLUMNS]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {extra} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--output-root", default=os.path.join(ROOT, "output"))
+    p.add_argument("--configs", nargs="+", default=CONFIGS, help="the first one trains the shared stage-1 detector")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--cascade-k", type=int, default=10, help="0: no cascade rows")
+    p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
+    args = p.parse_args(argv)
+    rows = []
+    first, *others = args.configs
+    metrics, seconds = run_config(first, args.output_root, args.resume, args.opts)
+    rows.append((first, metrics, f"{seconds / 60:.1f} min (all stages)"))
+    detector = os.path.join(args.output_root, first, "stage1_detector", "model_final.pth")
+    for config in others:
+        metrics, seconds = run_config(config, args.output_root, args.resume, ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", detector, *args.opts])
+        rows.append((config, metrics, f"{seconds / 60:.1f} min (stages 2-3)"))
+    print(format_table(rows))
+    if args.cascade_k:
+        cascade = run_cascade(first, args.output_root, args.cascade_k, args.opts)
+        print()
+        print(format_table([(label, m, f"{t:.3f} s") for label, m, t in cascade], "inference per image"))
+
+
+if __name__ == "__main__":
+    main()
