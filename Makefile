@@ -5,7 +5,7 @@
 .PHONY: demo test bench
 
 demo:
-	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/train_net.py --config-file configs/qa_rcnn.yaml
+	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/train_net.py --config-file configs/cite_cca.yaml
 
 test:
 	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q tests

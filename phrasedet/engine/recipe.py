@@ -33,6 +33,7 @@ import torch
 from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.solver.build import maybe_add_gradient_clipping
 from detectron2.utils import comm
+from detectron2.utils.env import seed_all_rng
 from torch import nn
 
 from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers
@@ -240,6 +241,8 @@ def run_stage(stage: RecipeStage, resume: bool, final: bool):
     if resume and not final and os.path.isfile(stage.final_weights):
         logger.info("Stage %s: finished before (%s), not run again", stage.name, stage.final_weights)
         return None, None
+    if stage.cfg.SEED >= 0:  # each stage starts from its own seed: the same with or without the stages before it
+        seed_all_rng(stage.cfg.SEED + comm.get_rank())
     trainer_cls = _trainer_class(stage)
     model = trainer_cls.build_model(stage.cfg)
     if stage.cfg.SOLVER.MAX_ITER == 0 or not any(p.requires_grad for p in model.parameters()):
