@@ -146,3 +146,48 @@ def test_collect_positive_pairs_takes_the_best_proposal_per_phrase_instance(buil
     (_, capped), = list(collect_positive_pairs(model, [inputs], index, iou_thresh=0.6, max_pairs_per_image=2))
     assert len(capped) == sum(min(2, len(x["instances"])) for x in inputs)
     assert not list(collect_positive_pairs(model, [inputs], index, iou_thresh=1.01))  # no pair: nothing yielded
+
+
+def test_chunked_phrase_side_equals_one_chunk_and_float32_table_is_upcast_exactly():
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((30, 6)).astype(np.float32)  # 30 phrases, 4 of them never paired
+    ids = rng.choice(26, 200)
+    m = _moments(rng.standard_normal((200, 5)), table, ids)
+    one_chunk = m.covariances(table, chunk_rows=1000)
+    for chunked in (m.covariances(table, chunk_rows=4), m.covariances(table, chunk_rows=1)):
+        for a, b in zip(chunked, one_chunk):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    for a, b in zip(m.covariances(table.astype(np.float64), chunk_rows=4), m.covariances(table, chunk_rows=4)):
+        np.testing.assert_array_equal(a, b)
+
+
+def _aligned(a, b):
+    """``a`` with each column's sign flipped to match ``b``'s (singular vectors are signed freely)."""
+    return a * np.sign(np.sum(a * b, axis=0))
+
+
+def test_cholesky_whitening_gives_the_inverse_square_root_fit(monkeypatch):
+    from phrasedet.modeling import cca as cca_module
+
+    x, y = _synthetic(5000)
+    moments = _moments(x, y, np.arange(len(y)))
+    fast = fit_cca(moments, y, dim=3, ridge=1e-4, power=2)
+    assert cca_module._Whitening(np.eye(2)).lower is not None  # positive definite: the Cholesky path
+    monkeypatch.setattr(cca_module, "_cholesky", lambda s: None)  # the released code's S^-1/2 everywhere
+    slow = fit_cca(moments, y, dim=3, ridge=1e-4, power=2)
+    np.testing.assert_allclose(fast.correlations, slow.correlations, rtol=1e-12)
+    np.testing.assert_allclose(fast.scale, slow.scale, rtol=1e-12)
+    np.testing.assert_allclose(_aligned(fast.A, slow.A), slow.A, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(_aligned(fast.B, slow.B), slow.B, rtol=1e-9, atol=1e-12)
+
+
+def test_singular_covariance_without_ridge_falls_back_to_the_clamped_inverse_square_root():
+    from phrasedet.modeling import cca as cca_module
+
+    x, y = _synthetic(2000)
+    y = np.column_stack([y, np.zeros(len(y))])  # a dead phrase feature (a ReLU unit of layer 1): S22 is singular
+    s22 = _moments(x, y, np.arange(len(y))).covariances(y)[3]
+    assert cca_module._cholesky(s22) is None
+    cca = fit_cca(_moments(x, y, np.arange(len(y))), y, dim=2, ridge=0.0)
+    assert np.all(np.isfinite(cca.B)) and np.allclose(cca.B[-1], 0)
+    np.testing.assert_allclose(cca.correlations, [0.9, 0.6], atol=0.02)
