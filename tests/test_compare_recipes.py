@@ -22,6 +22,6 @@ def test_table_has_one_row_per_model_in_bucket_order():
     m = compare._copypaste(LOG)
     text = compare.format_table([("cite_cca", m, "9.0 min"), ("cite", {**m, "mAP_zero_shot": float("nan")}, "3.1 min")])
     lines = text.splitlines()
-    assert lines[0] == "| model | zero-shot mAP | few-shot mAP | common mAP | mAP (mean of buckets) | localization acc. | time |"
+    assert lines[0] == "| model | zero-shot mAP | few-shot mAP | common mAP | mAP (mean of buckets) | localization acc. | wall time of this run |"
     assert lines[2] == "| cite_cca | 5.06 | 8.20 | 25.37 | 12.88 | 64.2 % | 9.0 min |"
     assert lines[3].startswith("| cite | n/a | 8.20 |")

@@ -66,7 +66,7 @@ def _cell(value, percent=False):
     return "n/a" if value != value else (f"{value:.1f} %" if percent else f"{value:.2f}")
 
 
-def format_table(rows, extra_header="time"):
+def format_table(rows, extra_header="wall time of this run"):
     head = "| model | " + " | ".join(title for _, title in COLUMNS) + f" | {extra_header} |"
     lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
     for label, metrics, extra in rows:
@@ -86,11 +86,11 @@ def main(argv=None):
     rows = []
     first, *others = args.configs
     metrics, seconds = run_config(first, args.output_root, args.resume, args.opts)
-    rows.append((first, metrics, f"{seconds / 60:.1f} min (all stages)"))
+    rows.append((first, metrics, f"{seconds / 60:.1f} min"))
     detector = os.path.join(args.output_root, first, "stage1_detector", "model_final.pth")
     for config in others:
         metrics, seconds = run_config(config, args.output_root, args.resume, ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", detector, *args.opts])
-        rows.append((config, metrics, f"{seconds / 60:.1f} min (stages 2-3)"))
+        rows.append((config, metrics, f"{seconds / 60:.1f} min"))
     print(format_table(rows))
     if args.cascade_k:
         cascade = run_cascade(first, args.output_root, args.cascade_k, args.opts)

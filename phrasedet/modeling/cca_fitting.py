@@ -107,7 +107,7 @@ def fit_stacked_cca(pair_batches, phrase_table, dims, ridge=1e-4, power=1.0):
         list of :class:`CCAProjection`, one per layer.
     """
     layers, region_fn = [], (lambda v: v)
-    table = np.asarray(phrase_table, dtype=np.float64)
+    table = np.asarray(phrase_table)  # fit_cca upcasts a float32 table in chunks: no float64 copy of it
     for level, dim in enumerate(dims):
         start = time.perf_counter()
         moments = None

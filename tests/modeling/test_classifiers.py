@@ -317,3 +317,13 @@ def test_encoded_scoring_equals_forward_and_region_index_picks_pairs(name):
         picked = clf.score_encoded(regions, codes, index)
     assert picked.shape == (5, 3)
     torch.testing.assert_close(picked, full.gather(1, index), rtol=1e-5, atol=1e-5)
+
+
+def test_cca_classifier_keeps_its_projection_when_a_checkpoint_lacks_it():
+    (p1, _), x, table = _two_layer_cca()
+    clf = CCAClassifier(None, 8, 6)
+    clf.load_projection(p1)
+    result = clf.load_state_dict({}, strict=False)  # e.g. a checkpoint trained without the cascade's shortlist
+    assert "scale_0" in result.missing_keys
+    logits, _ = clf(torch.tensor(x[:3], dtype=torch.float32), torch.tensor(table[:2], dtype=torch.float32))
+    assert logits.shape == (2, 3)

@@ -56,13 +56,14 @@ class CCAClassifier(nn.Module):
         self.num_layers = len(tensors)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # size the buffers from the checkpoint, so a fitted classifier loads into a fresh one
+        # size the buffers from the checkpoint, so a fitted classifier loads into a fresh one; a
+        # checkpoint without this module (e.g. trained without the cascade) keeps the loaded projection
         n = 0
         while f"{prefix}scale_{n}" in state_dict:
             n += 1
-        if n != self.num_layers:
+        if n and n != self.num_layers:
             self._set_layers([tuple(torch.empty_like(state_dict[f"{prefix}{name}_{i}"]) for name in _FIELDS) for i in range(n)])
-        else:
+        elif n:
             for i in range(n):
                 for name in _FIELDS:
                     if getattr(self, f"{name}_{i}").shape != state_dict[f"{prefix}{name}_{i}"].shape:
