@@ -152,6 +152,9 @@ def add_phrasedet_config(cfg):
     # Initialize the classifier from the stage-2 CCA: layers 1-2 of both branches (Embedding Network,
     # CITE) or the projections (the CCA classifier, which needs it).
     _C.PHRASEDET.RECIPE.CCA_INIT = True
+    # Also train the classifier randomly initialized (same detector, budget and seed; folders
+    # stage3_classifier_random_init ...), evaluate both and report CCA init minus random init per bucket.
+    _C.PHRASEDET.RECIPE.COMPARE_RANDOM_INIT = False
     # Stage-3 iterations (0: the classifier is saved and evaluated untrained).
     _C.PHRASEDET.RECIPE.CLASSIFIER_ITERS = 600
     # Stage-3 optimizer: "SGD" (SOLVER.MOMENTUM, WEIGHT_DECAY) or "Adam" (no weight decay; the CITE code: Adam 5e-5).

@@ -1,5 +1,6 @@
 """Paper 003's staged recipe (phrasedet/engine/recipe.py): the stages end to end on a tiny budget,
 --resume in the interrupted stage, --eval-only of the result, and the model surgery it relies on."""
+import json
 import os
 import re
 import subprocess
@@ -31,9 +32,9 @@ def _run(config, out, *args):
     return proc.stdout + proc.stderr
 
 
-def _results(log):
-    """The last copypaste row of numbers (the final evaluation)."""
-    return re.findall(r"copypaste: ([0-9.,]+)\n", log)[-1]
+def _results(log, index=-1):
+    """A copypaste row of numbers (default: the last evaluation)."""
+    return re.findall(r"copypaste: ([0-9.,]+)\n", log)[index]
 
 
 @pytest.mark.usefixtures("builtin_root")
@@ -60,6 +61,18 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert len(shared) > 50 and all(torch.equal(state[k], detector[k]) for k in shared)
     assert "roi_heads.box_regressor.phrase_embed.1.running_mean" in shared  # BatchNorm statistics too
 
+    # COMPARE_RANDOM_INIT (cite_cca.yaml): CITE once more, randomly initialized, on the same frozen detector
+    baseline = torch.load(tmp_path / "stage3_classifier_random_init" / "model_final.pth", weights_only=True)["model"]
+    assert not bool(baseline[clf + "region_branch.layers.0.cca_flag"])
+    assert all(torch.equal(baseline[k], detector[k]) for k in shared)
+    summary = json.loads((tmp_path / "results.json").read_text())
+    assert summary["final_model"] == str(tmp_path / "stage3_classifier" / "model_final.pth")
+    assert summary["random_init"]["final_model"].endswith("stage3_classifier_random_init/model_final.pth")
+    cca_map, random_map = summary["results"]["phrase_detection"]["mAP"], summary["random_init"]["results"]["phrase_detection"]["mAP"]
+    assert summary["comparison"]["cca_minus_random"]["mAP"] == pytest.approx(cca_map - random_map)
+    assert "Paper 003's central finding" in summary["comparison"]["verdict"]
+    assert "CCA initialization vs random initialization of CITEClassifier" in log and "| CCA - random" in log
+
     # interrupt stage 3 after iteration 2 of 4: --resume goes on there, with the stage-1 model and the CCA as they were
     stage3 = tmp_path / "stage3_classifier"
     for name in ("model_final.pth", "model_0000003.pth"):
@@ -70,7 +83,8 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert "stage1_detector: finished before" in log and "stage2_cca: using the CCA fitted before" in log
     assert "Starting training from iteration 2" in log
     assert os.path.getmtime(tmp_path / "stage2_cca" / "cca.npz") == mtime
-    final = _results(log)
+    final = _results(log, 0)  # CCA init first, then the random-init baseline
+    assert "Starting training from iteration 4" in log  # the finished baseline is only evaluated again
 
     # --eval-only rebuilds the CCA-shaped model from the recipe's folder and gives the same numbers
     log = _run("cite_cca.yaml", tmp_path, "--eval-only", "MODEL.WEIGHTS", str(stage3 / "model_final.pth"))
@@ -103,16 +117,19 @@ def _recipe_cfg(**recipe):
     ({"CLASSIFIER_OPTIMIZER": "Adagrad"}, "PHRASEDET.RECIPE.CLASSIFIER_OPTIMIZER must be one of"),
     ({"FINETUNE_ITERS": -1}, "PHRASEDET.RECIPE.FINETUNE_ITERS must be >= 0"),
     ({"DETECTOR_WEIGHTS": "/nonexistent/model_final.pth"}, "DETECTOR_WEIGHTS: no file"),
+    ({"COMPARE_RANDOM_INIT": True, "CCA_INIT": False}, "COMPARE_RANDOM_INIT compares CCA with random initialization"),
+    ({"COMPARE_RANDOM_INIT": True}, "COMPARE_RANDOM_INIT needs DATASETS.TEST"),
 ])
 def test_bad_recipe_settings_are_named(recipe, message):
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         _check(_recipe_cfg(**recipe))
 
 
-def test_cca_classifier_without_cca_is_refused():
-    cfg = _recipe_cfg(CCA_INIT=False)
+@pytest.mark.parametrize("recipe", [{"CCA_INIT": False}, {"CCA_INIT": True, "COMPARE_RANDOM_INIT": True}])
+def test_cca_classifier_without_cca_or_compared_with_random_init_is_refused(recipe):
+    cfg = _recipe_cfg(**recipe)
     cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "CCAClassifier"
-    with pytest.raises(ValueError, match="needs PHRASEDET.RECIPE.CCA_INIT True"):
+    with pytest.raises(ValueError, match="needs PHRASEDET.RECIPE.CCA_INIT True and COMPARE_RANDOM_INIT False"):
         _check(cfg)
 
 

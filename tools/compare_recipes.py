@@ -85,7 +85,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     rows = []
     first, *others = args.configs
-    metrics, seconds = run_config(first, args.output_root, args.resume, args.opts)
+    # the table has its own random-init rows: no second, built-in comparison run inside the first config
+    metrics, seconds = run_config(first, args.output_root, args.resume, ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", "False", *args.opts])
     rows.append((first, metrics, f"{seconds / 60:.1f} min"))
     detector = os.path.join(args.output_root, first, "stage1_detector", "model_final.pth")
     for config in others:

@@ -14,8 +14,13 @@ Each stage works in its own folder of ``OUTPUT_DIR``:
 4. ``stage4_finetune``: every layer fine-tuned for ``RECIPE.FINETUNE_ITERS`` (the paper's last
    stage; the released code stops after stage 3), when that is > 0.
 
+With ``RECIPE.COMPARE_RANDOM_INIT`` (``configs/cite_cca.yaml``), stages 3 and 4 run a second time
+with the classifier randomly initialized (same detector, budget and seed; folders
+``stage3_classifier_random_init`` ...), both are evaluated, and the log and ``results.json`` say
+per bucket whether CCA initialization beat random initialization (``init_comparison.py``).
+
 The last stage evaluates on ``DATASETS.TEST``; the earlier ones do not. The final results and the
-final model's path are also written to ``<OUTPUT_DIR>/results.json``. With ``--resume`` a
+final model's path (and the comparison, when asked) are also written to ``<OUTPUT_DIR>/results.json``. With ``--resume`` a
 finished stage (its ``model_final.pth`` or ``cca.npz`` exists) is not run again, the interrupted
 one continues from its last checkpoint, and the last stage, when finished, only evaluates (as
 Detectron2's ``--resume`` does). Without ``--resume`` every stage starts afresh.
@@ -38,6 +43,7 @@ from torch import nn
 
 from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers
 
+from .init_comparison import compare_initializations, format_comparison
 from .trainer import PhraseTrainer
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "fit_or_load_cca",
     "freeze_all_but",
     "load_weights",
+    "random_init_stages",
     "recipe_stages",
     "run_recipe",
     "run_stage",
@@ -56,6 +63,7 @@ __all__ = [
 logger = logging.getLogger("phrasedet.recipe")
 
 STAGE_DIRS = ("stage1_detector", "stage2_cca", "stage3_classifier", "stage4_finetune")
+RANDOM_INIT_SUFFIX = "_random_init"  # folders of the random-init baseline (RECIPE.COMPARE_RANDOM_INIT)
 OPTIMIZERS = ("SGD", "Adam")
 
 
@@ -100,8 +108,13 @@ def _check(cfg) -> None:
     for key in ("CLASSIFIER_ITERS", "FINETUNE_ITERS"):
         if r[key] < 0:
             raise ValueError(f"PHRASEDET.RECIPE.{key} must be >= 0, got {r[key]}")
-    if cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER == "CCAClassifier" and not r.CCA_INIT:
-        raise ValueError("MODEL.PHRASE_ROI_HEADS.CLASSIFIER 'CCAClassifier' needs PHRASEDET.RECIPE.CCA_INIT True (it is the CCA)")
+    if cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER == "CCAClassifier" and (not r.CCA_INIT or r.COMPARE_RANDOM_INIT):
+        raise ValueError("MODEL.PHRASE_ROI_HEADS.CLASSIFIER 'CCAClassifier' needs PHRASEDET.RECIPE.CCA_INIT True and "
+                         "COMPARE_RANDOM_INIT False (it is the CCA: it has no random initialization)")
+    if r.COMPARE_RANDOM_INIT and not r.CCA_INIT:
+        raise ValueError("PHRASEDET.RECIPE.COMPARE_RANDOM_INIT compares CCA with random initialization: it needs CCA_INIT True")
+    if r.COMPARE_RANDOM_INIT and not cfg.DATASETS.TEST:
+        raise ValueError("PHRASEDET.RECIPE.COMPARE_RANDOM_INIT needs DATASETS.TEST to evaluate both initializations on")
     if r.DETECTOR_WEIGHTS and not os.path.isfile(r.DETECTOR_WEIGHTS):
         raise FileNotFoundError(f"PHRASEDET.RECIPE.DETECTOR_WEIGHTS: no file {r.DETECTOR_WEIGHTS!r}")
 
@@ -126,8 +139,9 @@ def detector_stage(cfg) -> RecipeStage:
     return RecipeStage(STAGE_DIRS[0], c)
 
 
-def recipe_stages(cfg, detector_weights: str, cca_layers):
-    """Stages 3 and (when ``FINETUNE_ITERS`` > 0) 4, given the stage-1 weights and the CCA."""
+def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
+    """Stages 3 and (when ``FINETUNE_ITERS`` > 0) 4, given the stage-1 weights and the CCA, in the
+    folders ``stage3_classifier<suffix>`` and ``stage4_finetune<suffix>``."""
     r = cfg.PHRASEDET.RECIPE
     finetune = r.FINETUNE_ITERS > 0
     same_classifier = r.DETECTOR_CLASSIFIER == cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER
@@ -138,16 +152,26 @@ def recipe_stages(cfg, detector_weights: str, cca_layers):
         _apply_cca(cfg, model, cca_layers)
         freeze_all_but(model, model.roi_heads.classifier)
 
-    c3 = _derived(cfg, STAGE_DIRS[2], not finetune, **_stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
-    stages = [RecipeStage(STAGE_DIRS[2], c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier)]
+    c3 = _derived(cfg, STAGE_DIRS[2] + suffix, not finetune, **_stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
+    stages = [RecipeStage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier)]
     if finetune:
         def prepare_finetune(model):
             _apply_cca(cfg, model, cca_layers)
             load_weights(model, stages[0].final_weights)
 
-        c4 = _derived(cfg, STAGE_DIRS[3], True, **_stage_solver(r.FINETUNE_ITERS, r.FINETUNE_LR, r.FINETUNE_STEPS, cfg))
-        stages.append(RecipeStage(STAGE_DIRS[3], c4, r.FINETUNE_OPTIMIZER, prepare_finetune))
+        c4 = _derived(cfg, STAGE_DIRS[3] + suffix, True, **_stage_solver(r.FINETUNE_ITERS, r.FINETUNE_LR, r.FINETUNE_STEPS, cfg))
+        stages.append(RecipeStage(STAGE_DIRS[3] + suffix, c4, r.FINETUNE_OPTIMIZER, prepare_finetune))
     return stages
+
+
+def random_init_stages(cfg, detector_weights: str, cca_layers):
+    """The baseline of ``RECIPE.COMPARE_RANDOM_INIT``: stages 3 (and 4) with ``CCA_INIT False``,
+    everything else as in ``cfg`` (the cascade's shortlist, when on, is still the CCA)."""
+    c = cfg.clone()
+    c.defrost()
+    c.PHRASEDET.RECIPE.CCA_INIT = False
+    c.freeze()
+    return recipe_stages(c, detector_weights, cca_layers, suffix=RANDOM_INIT_SUFFIX)
 
 
 # ---------------------------------------------------------------- model surgery
@@ -276,6 +300,22 @@ def fit_or_load_cca(cfg, detector_weights: str, resume: bool):
     return load_cca_layers(path)
 
 
+def _run_stages(stages, resume: bool):
+    """Run stages 3 (and 4); the last one evaluates. Returns (its model, its results)."""
+    model, results = None, None
+    for i, stage in enumerate(stages):
+        model, results = run_stage(stage, resume, final=i == len(stages) - 1)
+    return model, results
+
+
+def _compare_with_random_init(cfg, results, random_results) -> dict:
+    comparison = compare_initializations(results["phrase_detection"], random_results["phrase_detection"],
+                                         cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER)
+    logger.info("CCA initialization vs random initialization of %s (same detector, budget and seed), on %s:\n%s",
+                cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER, cfg.DATASETS.TEST[0], format_comparison(comparison))
+    return comparison
+
+
 def run_recipe(cfg, resume: bool = False):
     """Run every stage of the recipe (see the module docstring). Returns (final model, results)."""
     _check(cfg)
@@ -289,11 +329,16 @@ def run_recipe(cfg, resume: bool = False):
         detector_weights = stage1.final_weights
     cca_layers = fit_or_load_cca(cfg, detector_weights, resume) if _needs_cca(cfg) else None
     stages = recipe_stages(cfg, detector_weights, cca_layers)
-    model, results = None, None
-    for i, stage in enumerate(stages):
-        model, results = run_stage(stage, resume, final=i == len(stages) - 1)
+    model, results = _run_stages(stages, resume)
+    summary = {"final_model": stages[-1].final_weights, "results": results}
+    if r.COMPARE_RANDOM_INIT:
+        baseline = random_init_stages(cfg, detector_weights, cca_layers)
+        _, random_results = _run_stages(baseline, resume)
+        summary["random_init"] = {"final_model": baseline[-1].final_weights, "results": random_results}
+        if comm.is_main_process():
+            summary["comparison"] = _compare_with_random_init(cfg, results, random_results)
     if comm.is_main_process() and results:
         with open(os.path.join(cfg.OUTPUT_DIR, "results.json"), "w") as f:
-            json.dump({"final_model": stages[-1].final_weights, "results": results}, f, indent=1)
+            json.dump(summary, f, indent=1)
     logger.info("Recipe finished: final model %s; results in %s", stages[-1].final_weights, os.path.join(cfg.OUTPUT_DIR, "results.json"))
     return model, results
