@@ -4,6 +4,7 @@ import importlib.util
 import os
 
 import pytest
+import torch
 
 _spec = importlib.util.spec_from_file_location("benchmark_scoring", os.path.join(os.path.dirname(__file__), "..", "tools", "benchmark_scoring.py"))
 bench = importlib.util.module_from_spec(_spec)
@@ -16,6 +17,15 @@ TINY = dict(region_dim=12, phrase_dim=10, hidden=8, embed=6, joint=8, concept=4)
 def test_each_classifier_is_measured(name, cascade):
     encode, score = bench.measure(name, TINY, phrases=7, regions=5, batch=3, repeats=1, cascade=cascade)
     assert encode >= 0 and score > 0
+
+
+@pytest.mark.parametrize("name", bench.CLASSIFIERS)
+def test_each_row_builds_the_classifier_it_names_at_the_asked_sizes(name):
+    clf = bench.build(name, TINY)
+    assert type(clf).__name__ == name and not clf.training
+    assert clf.encode_phrases(torch.zeros(2, TINY["phrase_dim"])).shape[0] == 2
+    if name == "CITEClassifier":
+        assert clf.options["joint_dim"] == TINY["joint"] and clf.options["concept_dim"] == TINY["concept"]
 
 
 def test_table_ratios_are_to_the_matrix_product():

@@ -59,6 +59,7 @@ def build(name, s):
     from phrasedet.modeling.classifiers import CCAClassifier, build_region_classifier
 
     cfg = _cfg(s)
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = name
     clf = build_region_classifier(cfg, s["region_dim"], s["phrase_dim"])
     if isinstance(clf, CCAClassifier):
         clf.load_projection(_random_cca(s["region_dim"], s["phrase_dim"], min(s["region_dim"], s["phrase_dim"])))
