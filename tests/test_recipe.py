@@ -13,7 +13,7 @@ from detectron2.config import get_cfg
 from torch import nn
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine.recipe import _check, freeze_all_but, load_weights
+from phrasedet.engine.recipe import _check, _first_dataset, freeze_all_but, load_weights
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = [
@@ -131,6 +131,14 @@ def test_cca_classifier_without_cca_or_compared_with_random_init_is_refused(reci
     cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "CCAClassifier"
     with pytest.raises(ValueError, match="needs PHRASEDET.RECIPE.CCA_INIT True and COMPARE_RANDOM_INIT False"):
         _check(cfg)
+
+
+def test_the_comparison_reads_the_first_test_set_also_when_detectron2_nests_results():
+    cfg = _recipe_cfg()
+    cfg.DATASETS.TEST = ("a", "b")
+    first, second = {"mAP": 1.0}, {"mAP": 2.0}
+    assert _first_dataset(cfg, {"a": {"phrase_detection": first}, "b": {"phrase_detection": second}}) is first
+    assert _first_dataset(cfg, {"phrase_detection": second}) is second
 
 
 def _toy():

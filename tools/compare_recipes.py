@@ -3,12 +3,17 @@
 same stage-1 detector and the same stage-3 budget (configs/Base-Recipe.yaml), then CITE with the
 CCA cascade, printed as one table.
 
-    python tools/compare_recipes.py [--resume] [--output-root output] [--cascade-k 10] [KEY VALUE ...]
+    python tools/compare_recipes.py [--resume] [--output-root output] [--cascade-k 10]
+        [--configs cite_cca cite ...] [--extra-seeds 1 2] [KEY VALUE ...]
 
 The first config (cite_cca) runs every stage; the others reuse its stage-1 detector
 (``PHRASEDET.RECIPE.DETECTOR_WEIGHTS``), so random- and CCA-initialized classifiers sit on the very
 same detector. Each run writes ``<output-root>/<config>/results.json``; ``--resume`` passes
 ``--resume`` on, so finished stages are not run again. Extra ``KEY VALUE`` pairs go to every run.
+
+``--extra-seeds 1 2`` trains every config's stage 3 again with ``SEED 1`` and ``SEED 2`` on the same
+detector (``<output-root>/seed1/<config>`` ...) and prints the spread over the seeds and, for every
+``X_cca`` / ``X`` pair, CCA init minus random init seed by seed.
 """
 import argparse
 import json
@@ -17,6 +22,10 @@ import re
 import subprocess
 import sys
 import time
+
+import numpy as np
+
+from phrasedet.engine.init_comparison import compare_initializations
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 CONFIGS = ["cite_cca", "cite", "embedding_net_cca", "embedding_net", "cca", "qa_rcnn_staged"]
@@ -75,28 +84,83 @@ def format_table(rows, extra_header="wall time of this run"):
     return "\n".join(lines)
 
 
+def run_all(configs, root, resume, opts, detector=None):
+    """Run ``configs`` under ``root``; the first trains the stage-1 detector unless ``detector`` is
+    given, the others reuse it. Returns ([(config, metrics, seconds)], detector path)."""
+    rows = []
+    for config in configs:
+        # the table has its own random-init rows: no second, built-in comparison run inside a config
+        extra = ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", "False"] + (["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", detector] if detector else [])
+        metrics, seconds = run_config(config, root, resume, extra + list(opts))
+        rows.append((config, metrics, seconds))
+        detector = detector or os.path.join(root, config, "stage1_detector", "model_final.pth")
+    return rows, detector
+
+
+def _mean_sd(values):
+    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"))
+
+
+def format_seed_table(per_seed, seeds):
+    """``per_seed`` {config: [metrics of each seed]}: overall mAP seed by seed, then the mean (and
+    sample standard deviation) of every column over the seeds."""
+    head = "| model | " + " | ".join(f"mAP, seed {s}" for s in seeds) + " | " + " | ".join(f"mean {t}" for _, t in COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (1 + len(seeds) + len(COLUMNS))]
+    for config, runs in per_seed.items():
+        cells = [_cell(m["mAP"]) for m in runs]
+        for key, _ in COLUMNS:
+            mean, sd = _mean_sd([m[key] for m in runs])
+            cells.append(f"{_cell(mean, key == 'loc_acc')} ± {_cell(sd)}")
+        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def format_init_differences(per_seed, seeds):
+    """For every ``X_cca`` / ``X`` pair of configs: CCA init minus random init, seed by seed
+    (same detector and seed), as the mean over the seeds per column and the count of seeds where
+    CCA init won."""
+    head = "| CCA init minus random init | " + " | ".join(t for _, t in COLUMNS) + " | overall, seed by seed |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    for config, runs in per_seed.items():
+        base = config[:-len("_cca")]
+        if not config.endswith("_cca") or base not in per_seed:
+            continue
+        diffs = [compare_initializations(c, r)["cca_minus_random"] for c, r in zip(runs, per_seed[base])]
+        cells = [f"{np.mean([d[k] for d in diffs]):+.2f} ({sum(d[k] > 0 for d in diffs)}/{len(diffs)} won)" for k, _ in COLUMNS]
+        by_seed = ", ".join(f"{d['mAP']:+.2f}" for d in diffs)
+        lines.append(f"| {config} - {base} | " + " | ".join(cells) + f" | {by_seed} (seeds {', '.join(map(str, seeds))}) |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output-root", default=os.path.join(ROOT, "output"))
     p.add_argument("--configs", nargs="+", default=CONFIGS, help="the first one trains the shared stage-1 detector")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--cascade-k", type=int, default=10, help="0: no cascade rows")
+    p.add_argument("--extra-seeds", type=int, nargs="*", default=[],
+                   help="train every config's classifier again with SEED s (same detector) in <output-root>/seed<s>/, "
+                        "then print the spread over the seeds and the CCA-minus-random differences seed by seed")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
-    rows = []
-    first, *others = args.configs
-    # the table has its own random-init rows: no second, built-in comparison run inside the first config
-    metrics, seconds = run_config(first, args.output_root, args.resume, ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", "False", *args.opts])
-    rows.append((first, metrics, f"{seconds / 60:.1f} min"))
-    detector = os.path.join(args.output_root, first, "stage1_detector", "model_final.pth")
-    for config in others:
-        metrics, seconds = run_config(config, args.output_root, args.resume, ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", detector, *args.opts])
-        rows.append((config, metrics, f"{seconds / 60:.1f} min"))
-    print(format_table(rows))
+    rows, detector = run_all(args.configs, args.output_root, args.resume, args.opts)
+    print(format_table([(config, m, f"{seconds / 60:.1f} min") for config, m, seconds in rows]))
     if args.cascade_k:
-        cascade = run_cascade(first, args.output_root, args.cascade_k, args.opts)
+        cascade = run_cascade(args.configs[0], args.output_root, args.cascade_k, args.opts)
         print()
         print(format_table([(label, m, f"{t:.3f} s") for label, m, t in cascade], "inference per image"))
+    if args.extra_seeds:
+        per_seed = {config: [m] for config, m, _ in rows}
+        for seed in args.extra_seeds:
+            seed_rows, _ = run_all(args.configs, os.path.join(args.output_root, f"seed{seed}"), args.resume,
+                                   ["SEED", str(seed), *args.opts], detector=detector)
+            for config, m, _ in seed_rows:
+                per_seed[config].append(m)
+        seeds = ["config"] + args.extra_seeds
+        print()
+        print(format_seed_table(per_seed, seeds))
+        print()
+        print(format_init_differences(per_seed, seeds))
 
 
 if __name__ == "__main__":

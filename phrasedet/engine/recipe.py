@@ -20,10 +20,10 @@ with the classifier randomly initialized (same detector, budget and seed; folder
 per bucket whether CCA initialization beat random initialization (``init_comparison.py``).
 
 The last stage evaluates on ``DATASETS.TEST``; the earlier ones do not. The final results and the
-final model's path (and the comparison, when asked) are also written to ``<OUTPUT_DIR>/results.json``. With ``--resume`` a
-finished stage (its ``model_final.pth`` or ``cca.npz`` exists) is not run again, the interrupted
-one continues from its last checkpoint, and the last stage, when finished, only evaluates (as
-Detectron2's ``--resume`` does). Without ``--resume`` every stage starts afresh.
+final model's path (and the comparison, when asked) also go to ``<OUTPUT_DIR>/results.json``.
+With ``--resume`` a finished stage (its ``model_final.pth`` or ``cca.npz`` exists) is not run
+again, the interrupted one continues from its last checkpoint, and the last stage, when finished,
+only evaluates (as Detectron2's ``--resume`` does). Without ``--resume`` every stage starts afresh.
 
 With several processes, stages 1, 3 and 4 train with all of them; the main process fits the
 CCA (reading the whole training set) while the others wait.
@@ -308,8 +308,15 @@ def _run_stages(stages, resume: bool):
     return model, results
 
 
+def _first_dataset(cfg, results) -> dict:
+    """The phrase-detection metrics of ``DATASETS.TEST[0]`` (Detectron2 nests results by dataset
+    name when there are several test sets)."""
+    results = results.get(cfg.DATASETS.TEST[0], results)
+    return results["phrase_detection"]
+
+
 def _compare_with_random_init(cfg, results, random_results) -> dict:
-    comparison = compare_initializations(results["phrase_detection"], random_results["phrase_detection"],
+    comparison = compare_initializations(_first_dataset(cfg, results), _first_dataset(cfg, random_results),
                                          cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER)
     logger.info("CCA initialization vs random initialization of %s (same detector, budget and seed), on %s:\n%s",
                 cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER, cfg.DATASETS.TEST[0], format_comparison(comparison))
