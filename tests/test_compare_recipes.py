@@ -39,8 +39,8 @@ PER_SEED = {  # config: [seed 0, seed 1]
 
 
 def test_seed_table_gives_each_seed_and_the_mean_and_sample_sd():
-    lines = compare.format_seed_table(PER_SEED, ["config", 1]).splitlines()
-    assert lines[0].startswith("| model | mAP, seed config | mAP, seed 1 | mean zero-shot mAP |")
+    lines = compare.format_seed_table(PER_SEED, [0, 1]).splitlines()
+    assert lines[0].startswith("| model | mAP, seed 0 | mAP, seed 1 | mean zero-shot mAP |")
     cells = [c.strip() for c in lines[2].strip("|").split("|")]
     # overall 16.00 and 15.33; zero-shot mean 8, sd sqrt(2) = 1.41; loc 71.0 +- 1.41
     assert cells == ["cite_cca", "16.00", "15.33", "8.00 ± 1.41", "14.00 ± 1.41", "25.00 ± 1.41", "15.67 ± 0.47", "71.0 % ± 1.41"]
@@ -48,9 +48,14 @@ def test_seed_table_gives_each_seed_and_the_mean_and_sample_sd():
 
 
 def test_init_differences_pair_each_cca_config_with_its_random_init_seed_by_seed():
-    lines = compare.format_init_differences(PER_SEED, ["config", 1]).splitlines()
+    lines = compare.format_init_differences(PER_SEED, [0, 1]).splitlines()
     assert len(lines) == 3  # cca has no random-init partner
     cells = [c.strip() for c in lines[2].strip("|").split("|")]
     # seed 0: +5, +6, -5, overall +2, loc +4; seed 1: -1, +3, -1, overall +0.33, loc +4
     assert cells == ["cite_cca - cite", "+2.00 (1/2 won)", "+4.50 (2/2 won)", "-3.00 (0/2 won)", "+1.17 (2/2 won)",
-                     "+4.00 (2/2 won)", "+2.00, +0.33 (seeds config, 1)"]
+                     "+4.00 (2/2 won)", "+2.00, +0.33 (seeds 0, 1)"]
+
+
+def test_config_seed_reads_the_config_and_the_overrides():
+    assert compare.config_seed("cite_cca", []) == 0
+    assert compare.config_seed("cite_cca", ["SEED", "7"]) == 7

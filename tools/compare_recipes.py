@@ -84,6 +84,19 @@ def format_table(rows, extra_header="wall time of this run"):
     return "\n".join(lines)
 
 
+def config_seed(config, opts):
+    """``SEED`` of ``configs/<config>.yaml`` with the ``KEY VALUE`` overrides ``opts``."""
+    from detectron2.config import get_cfg
+
+    from phrasedet.config import add_phrasedet_config
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(os.path.join(ROOT, "configs", f"{config}.yaml"))
+    cfg.merge_from_list(list(opts))
+    return cfg.SEED
+
+
 def run_all(configs, root, resume, opts, detector=None):
     """Run ``configs`` under ``root``; the first trains the stage-1 detector unless ``detector`` is
     given, the others reuse it. Returns ([(config, metrics, seconds)], detector path)."""
@@ -156,7 +169,7 @@ def main(argv=None):
                                    ["SEED", str(seed), *args.opts], detector=detector)
             for config, m, _ in seed_rows:
                 per_seed[config].append(m)
-        seeds = ["config"] + args.extra_seeds
+        seeds = [config_seed(args.configs[0], args.opts)] + args.extra_seeds
         print()
         print(format_seed_table(per_seed, seeds))
         print()
