@@ -29,11 +29,14 @@ def test_config_parses(path):
 
 
 def test_every_added_key_has_a_comment():
-    src = open(os.path.join(os.path.dirname(__file__), "..", "phrasedet", "config.py")).read().splitlines()
-    for i, line in enumerate(src):
-        stripped = line.strip()
-        if stripped.startswith("_C.") and " = " in stripped and "CN()" not in stripped:
-            assert src[i - 1].strip().startswith("#"), f"config.py:{i + 1} {stripped} has no comment"
+    files = glob.glob(os.path.join(os.path.dirname(__file__), "..", "phrasedet", "config", "*.py"))
+    assert len(files) >= 4
+    for path in files:
+        src = open(path).read().splitlines()
+        for i, line in enumerate(src):
+            stripped = line.strip()
+            if stripped.startswith("_C.") and " = " in stripped and "CN()" not in stripped:
+                assert src[i - 1].strip().startswith("#"), f"{os.path.basename(path)}:{i + 1} {stripped} has no comment"
 
 
 @pytest.mark.parametrize("path", [p for p in CONFIGS if not os.path.basename(p).startswith("Base-")] + [os.path.join(CONFIG_DIR, "Base-Builtin.yaml")], ids=os.path.basename)

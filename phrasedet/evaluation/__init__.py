@@ -1,20 +1,12 @@
-"""Phrase detection mAP (zero/few/common-shot) and phrase localization accuracy (paper 003).
+"""Evaluators, one per task family, each a Detectron2 ``DatasetEvaluator`` chosen by the test
+dataset's ``evaluator_type``:
 
-See docs/EVALUATION.md for the metric definitions, the two matching modes, the tie rule and the
-predictions file format.
+- ``phrase_detection/``: phrase detection mAP (zero/few/common-shot) and localization accuracy (paper 003);
+- ``retrieval.py``: image-sentence retrieval Recall@K, median and mean rank (papers 000-002).
+
+Every public name is re-exported here.
 """
-from .box_iou import paired_iou, pairwise_iou
-from .detections import PhraseColumns, PhraseDetections
-from .evaluator import PhraseDetectionEvaluator
-from .ground_truth import PhraseGroundTruth, test_vocabulary
-from .phrase_detection_ap import MODES, PhraseDetectionResult, evaluate_phrase_detection
-from .predictions import (PredictionWriter, evaluate_predictions_file, iter_prediction_records,
-                          load_predictions)
-from .report import format_results_table
+from .phrase_detection import *  # noqa: F401,F403
+from .phrase_detection import __all__ as _phrase_detection_all
 
-__all__ = [
-    "MODES", "PhraseColumns", "PhraseDetectionEvaluator", "PhraseDetectionResult", "PhraseDetections",
-    "PhraseGroundTruth", "PredictionWriter", "evaluate_phrase_detection", "evaluate_predictions_file",
-    "format_results_table", "iter_prediction_records", "load_predictions", "paired_iou", "pairwise_iou",
-    "test_vocabulary",
-]
+__all__ = list(_phrase_detection_all)

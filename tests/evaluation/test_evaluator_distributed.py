@@ -16,7 +16,7 @@ from .toy import TOY_TEST, noisy_outputs, register_toy
 def _evaluate(output_dir, result_path, gather_bytes=None):
     """Run in every process: rank r evaluates images r, r + W, r + 2W, ... (interleaved)."""
     import phrasedet  # noqa: F401  (a spawned process starts bare)
-    from phrasedet.evaluation import evaluator as evaluator_module
+    from phrasedet.evaluation.phrase_detection import evaluator as evaluator_module
 
     if gather_bytes is not None:  # one image per gather round: several rounds, uneven per rank
         evaluator_module._GATHER_BYTES = gather_bytes

@@ -8,7 +8,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-import phrasedet.evaluation.phrase_detection_ap as core
+import phrasedet.evaluation.phrase_detection.phrase_detection_ap as core
 from phrasedet.evaluation import PhraseDetections, PhraseGroundTruth, evaluate_phrase_detection, paired_iou
 
 from .toy import A, A_HALF, A_LOW, B, FAR, ap_of, build

@@ -11,7 +11,7 @@ from detectron2.data import DatasetCatalog
 import phrasedet  # noqa: F401
 from phrasedet.evaluation import (PhraseDetectionEvaluator, evaluate_predictions_file, load_predictions,
                                   test_vocabulary)
-from phrasedet.evaluation.ground_truth import PhraseGroundTruth
+from phrasedet.evaluation.phrase_detection.ground_truth import PhraseGroundTruth
 
 from .toy import TOY_TEST, noisy_outputs, register_toy
 

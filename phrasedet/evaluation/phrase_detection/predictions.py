@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..data.statistics import training_vocabulary
+from phrasedet.data.statistics import training_vocabulary
 from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth

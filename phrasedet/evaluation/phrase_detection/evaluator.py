@@ -10,7 +10,7 @@ import torch
 from detectron2.evaluation import DatasetEvaluator
 from detectron2.utils import comm
 
-from ..data.statistics import training_vocabulary
+from phrasedet.data.statistics import training_vocabulary
 from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseColumns, PhraseDetections
 from .phrase_detection_ap import MODES, evaluate_phrase_detection

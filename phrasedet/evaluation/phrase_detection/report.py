@@ -1,7 +1,7 @@
 """Readable table of the phrase-detection metrics (percent)."""
 from tabulate import tabulate
 
-from ..text.vocab import BUCKETS
+from phrasedet.text.vocab import BUCKETS
 
 __all__ = ["format_results_table"]
 

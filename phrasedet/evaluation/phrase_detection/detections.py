@@ -7,7 +7,7 @@ of a phrase that is absent from its image is a false positive whatever its box, 
 never stored.
 
 Scores are compared as float32 (inputs are cast), the same in the in-loop evaluator and in
-:func:`~phrasedet.evaluation.predictions.evaluate_predictions_file`.
+:func:`~phrasedet.evaluation.phrase_detection.predictions.evaluate_predictions_file`.
 """
 from typing import Dict, Optional, Sequence
 

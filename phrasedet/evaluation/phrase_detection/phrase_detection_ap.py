@@ -23,7 +23,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..text.vocab import BUCKETS, PhraseVocabulary
+from phrasedet.text.vocab import BUCKETS, PhraseVocabulary
 from .box_iou import paired_iou
 from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth

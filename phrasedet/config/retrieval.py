@@ -1,0 +1,107 @@
+"""``add_retrieval_config``: global image-sentence retrieval (papers 000 and 002):
+``MODEL.RETRIEVAL``, ``INPUT.RETRIEVAL``, ``TEST.RETRIEVAL``."""
+from detectron2.config import CfgNode as CN
+
+__all__ = ["add_retrieval_config"]
+
+
+def add_retrieval_config(cfg):
+    """Keys of ``ImageTextEmbedding``, its caption mapper and the retrieval evaluator."""
+    _C = cfg
+    _C.MODEL.RETRIEVAL = CN()
+    # Image input: "pixels" (a Detectron2 backbone on the image) or "features" (precomputed rows, IMAGE_FEATURES_DIR).
+    _C.MODEL.RETRIEVAL.IMAGE_INPUT = "pixels"
+    # Precomputed image features for IMAGE_INPUT "features": <dir>/<dataset name>.npy, one row per image in the split's order (tools/extract_image_features.py writes them).
+    _C.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR = ""
+    # Backbone output pooled into the image vector (e.g. "res5").
+    _C.MODEL.RETRIEVAL.BACKBONE_FEATURE = "res5"
+    # Global pooling of that map: "avg" (VSE++'s ResNet), "max" or "weldon" (paper 004).
+    _C.MODEL.RETRIEVAL.POOLING = "avg"
+    # WELDON pooling: mean of the K_MAX largest plus mean of the K_MIN smallest activations of each map (paper 004: 1 and 1; its code: 15 and 15).
+    _C.MODEL.RETRIEVAL.WELDON_K_MAX = 1
+    # See WELDON_K_MAX; 0 leaves out the minimum term.
+    _C.MODEL.RETRIEVAL.WELDON_K_MIN = 1
+    # L2-normalize the pooled CNN feature before the projection (VSE++ code with the full CNN).
+    _C.MODEL.RETRIEVAL.NORMALIZE_POOLED = True
+    # The backbone is frozen (no gradient, BatchNorm in inference mode) before this iteration and fine-tuned from it; -1: frozen throughout (VSE++ without FT).
+    _C.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS = -1
+    # Size of the joint embedding space (VSE++: 1024; paper 000: 512).
+    _C.MODEL.RETRIEVAL.EMBED_DIM = 1024
+    # Image projection: "linear" (VSE++) or "two_layer" (paper 000's branch, BRANCH.*).
+    _C.MODEL.RETRIEVAL.IMAGE_PROJECTION = "linear"
+    # L2-normalize the image embedding (VSE++; VSE0 was trained without: --no_imgnorm).
+    _C.MODEL.RETRIEVAL.NORMALIZE_IMAGE = True
+    # Sentence encoder from SENTENCE_ENCODER_REGISTRY: "GRUSentenceEncoder" (VSE++) or "FixedVectorSentenceEncoder" (paper 000).
+    _C.MODEL.RETRIEVAL.SENTENCE_ENCODER = "GRUSentenceEncoder"
+    # Image-sentence score: "cosine" (embedding networks) or "similarity_network" (paper 000's similarity network).
+    _C.MODEL.RETRIEVAL.SCORE = "cosine"
+
+    _C.MODEL.RETRIEVAL.BRANCH = CN()
+    # Paper 000's two-layer branch FC -> BN -> ReLU -> Dropout -> FC: hidden size (paper, retrieval: 2048).
+    _C.MODEL.RETRIEVAL.BRANCH.HIDDEN_DIM = 2048
+    # Dropout after the ReLU (paper 000, retrieval: 0.5).
+    _C.MODEL.RETRIEVAL.BRANCH.DROPOUT = 0.5
+    # BatchNorm after the first FC (paper 000's code; its text puts BN after the last FC).
+    _C.MODEL.RETRIEVAL.BRANCH.BATCH_NORM = True
+
+    _C.MODEL.RETRIEVAL.GRU = CN()
+    # Word embedding size (VSE++: 300).
+    _C.MODEL.RETRIEVAL.GRU.WORD_DIM = 300
+    # GRU hidden size; 0: EMBED_DIM with no projection after the GRU (VSE++ code), else a linear projection to EMBED_DIM (VSE++ Eq. 2).
+    _C.MODEL.RETRIEVAL.GRU.HIDDEN_DIM = 0
+    # GRU layers (VSE++: 1).
+    _C.MODEL.RETRIEVAL.GRU.NUM_LAYERS = 1
+    # Training-caption words seen fewer times map to <unk> (VSE++: 4).
+    _C.MODEL.RETRIEVAL.GRU.MIN_WORD_COUNT = 4
+    # Initialize word embeddings from PHRASEDET.TEXT's word vectors (their size must be WORD_DIM); False: U(-0.1, 0.1) as VSE++.
+    _C.MODEL.RETRIEVAL.GRU.INIT_WORD_VECTORS = False
+
+    _C.MODEL.RETRIEVAL.FIXED_VECTOR = CN()
+    # Projection of the fixed sentence vector (PHRASEDET.TEXT.ENCODER "mean" or "fisher", whole caption): "two_layer" (paper 000) or "linear".
+    _C.MODEL.RETRIEVAL.FIXED_VECTOR.PROJECTION = "two_layer"
+
+    _C.MODEL.RETRIEVAL.SIMILARITY_NETWORK = CN()
+    # Hidden sizes of the head on the element-wise product, ending in one logit (paper 000: 512 -> 256 -> 1).
+    _C.MODEL.RETRIEVAL.SIMILARITY_NETWORK.HIDDEN_DIMS = [512, 256]
+
+    _C.MODEL.RETRIEVAL.LOSS = CN()
+    # "ranking" (bidirectional hinge on in-batch negatives: VSE0, VSE++, paper 000's embedding network) or "logistic" (balanced pairs: paper 000's similarity network).
+    _C.MODEL.RETRIEVAL.LOSS.TYPE = "ranking"
+    # Hinge margin (VSE++: 0.2; paper 000: 0.05).
+    _C.MODEL.RETRIEVAL.LOSS.MARGIN = 0.2
+    # Negatives per positive pair and direction: "all" (sum of hinges, VSE0), "hardest" (max of hinges, VSE++) or "topk" (the TOPK largest hinges, paper 000).
+    _C.MODEL.RETRIEVAL.LOSS.NEGATIVES = "hardest"
+    # K of NEGATIVES "topk" (paper 000, retrieval: 10).
+    _C.MODEL.RETRIEVAL.LOSS.TOPK = 10
+    # Scores the hinges compare: "cosine" (VSE++) or "euclidean" (minus the distance of the normalized embeddings, paper 000).
+    _C.MODEL.RETRIEVAL.LOSS.DISTANCE = "cosine"
+    # Weight of the image-anchored term (captions ranked for an image; paper 000's lambda_1).
+    _C.MODEL.RETRIEVAL.LOSS.IMAGE_ANCHOR_WEIGHT = 1.0
+    # Weight of the caption-anchored term (images ranked for a caption; paper 000's lambda_2: 1.5).
+    _C.MODEL.RETRIEVAL.LOSS.CAPTION_ANCHOR_WEIGHT = 1.0
+    # Weight of paper 000's sentence-neighbourhood term (lambda_4: 0.05): a caption closer to another caption of its image than to captions of other images.
+    _C.MODEL.RETRIEVAL.LOSS.NEIGHBOURHOOD_WEIGHT = 0.0
+    # Hinges summed over the positive pairs of the batch (VSE++ code) or averaged ("mean").
+    _C.MODEL.RETRIEVAL.LOSS.REDUCTION = "sum"
+    # A caption of the same image elsewhere in the batch is never a negative (False: the released VSE++ code, where it is).
+    _C.MODEL.RETRIEVAL.LOSS.MASK_SAME_IMAGE = True
+    # With several processes, negatives come from the whole global batch (embeddings gathered, gradients kept for the local part); False: each process's own batch.
+    _C.MODEL.RETRIEVAL.LOSS.GATHER_NEGATIVES = True
+
+    _C.INPUT.RETRIEVAL = CN()
+    # Captions per training image, drawn afresh each time the image is loaded: 1 (VSE++), 2 (paper 000's neighbourhood sampling), 0 = all.
+    _C.INPUT.RETRIEVAL.CAPTIONS_PER_IMAGE = 1
+    # Shorter image side after resizing (VSE++: 256).
+    _C.INPUT.RETRIEVAL.RESIZE = 256
+    # Square crop fed to the backbone: random in training, centred at test (VSE++: 224).
+    _C.INPUT.RETRIEVAL.CROP = 224
+
+    _C.TEST.RETRIEVAL = CN()
+    # Protocols evaluated: 1 = the whole test split (Flickr30K 1K, COCO 5K); F > 1 = F folds of consecutive images, each against its own captions, metrics averaged (COCO 1K: 5).
+    _C.TEST.RETRIEVAL.FOLDS = [1]
+    # Queries scored at once: bounds the evaluator's memory (CHUNK_SIZE x gallery scores).
+    _C.TEST.RETRIEVAL.CHUNK_SIZE = 1024
+    # Test images per batch (1: every image is embedded alone, so results do not depend on the number of processes).
+    _C.TEST.RETRIEVAL.IMS_PER_BATCH = 1
+    # Save the test embeddings (or, for the similarity network, the score matrix) to <OUTPUT_DIR>/inference/<dataset>/ for tools/evaluate_retrieval.py.
+    _C.TEST.RETRIEVAL.SAVE_EMBEDDINGS = True
