@@ -1,6 +1,15 @@
-"""Dataset loaders (Flickr30K Entities, ReferIt) and their registration. Importing registers the builtin names."""
+"""Dataset loaders (Flickr30K Entities, ReferIt; caption datasets for retrieval) and their registration.
+Importing registers the builtin names."""
 from .builtin import builtin_dataset_root, datasets_root, register_all_builtin
+from .coco_captions import load_coco_karpathy, read_coco_captions
 from .common import BadAnnotationError
+from .files import load_json_file, read_text_lines
+from .flickr30k_captions import (
+    load_flickr30k_entities_captions,
+    load_flickr30k_karpathy,
+    load_flickr30k_token_captions,
+    read_flickr30k_token_file,
+)
 from .flickr30k_entities import (
     load_flickr30k_entities,
     parse_annotation_xml,
@@ -8,7 +17,18 @@ from .flickr30k_entities import (
     parse_sentences_file,
     read_unrelated_captions,
 )
+from .karpathy import KarpathyImage, read_karpathy_split, select_karpathy_split
 from .referit import load_referit
-from .register import EVALUATOR_TYPE, register_flickr30k_entities, register_referit
+from .register import (
+    EVALUATOR_TYPE,
+    RETRIEVAL_EVALUATOR_TYPE,
+    register_caption_dataset,
+    register_coco_karpathy,
+    register_flickr30k_captions,
+    register_flickr30k_entities,
+    register_referit,
+    register_vsepp_precomp,
+)
+from .vsepp_precomp import load_vsepp_precomp
 
 register_all_builtin()

@@ -12,14 +12,36 @@ unpack (docs/DATA.md):
 - ``builtin_flickr30k_entities_{train,val,test}`` and ``builtin_referit_{train,val,test}``: the
   built-in synthetic dataset in both formats, generated on first use into ``$PHRASEDET_CACHE``
   (default ``~/.cache/phrasedet``).
+
+Caption datasets for image-sentence retrieval (``evaluator_type="retrieval"``):
+
+- ``flickr30k_entities_captions_{train,val,test}``: Flickr30K Entities ``Sentences/`` with the
+  same split lists as ``flickr30k_entities_*``;
+- ``flickr30k_karpathy_{train,val,test}``: ``flickr30k/dataset_flickr30k.json``, images in
+  ``flickr30k-images/``;
+- ``flickr30k_token_{train,val,test}``: ``flickr30k/results_20130124.token`` with the Flickr30K
+  Entities split lists;
+- ``coco_karpathy_{train,val,test}``: ``coco/dataset_coco.json`` (train includes restval),
+  captions from ``coco/annotations/captions_{train,val}2014.json`` when both are present (else
+  the Karpathy file's own), images in ``coco/{train,val}2014/``;
+- ``vsepp_f30k_precomp_{train,dev,test}`` and ``vsepp_coco_precomp_{train,dev,test,testall}``:
+  VSE++'s ``data/f30k_precomp`` and ``data/coco_precomp``;
+- ``builtin_flickr30k_captions_{train,val,test}``: the built-in dataset's captions.
 """
 import functools
 import os
 
+from .coco_captions import load_coco_karpathy
 from .common import cached_load
+from .flickr30k_captions import (
+    load_flickr30k_entities_captions,
+    load_flickr30k_karpathy,
+    load_flickr30k_token_captions,
+)
 from .flickr30k_entities import load_flickr30k_entities
 from .referit import load_referit
-from .register import register_grounding_dataset
+from .register import register_caption_dataset, register_grounding_dataset
+from .vsepp_precomp import load_vsepp_precomp
 
 __all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root"]
 
@@ -27,6 +49,7 @@ _SPLITS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "splits")
 FLICKR_SPLITS = ("train", "val", "test")
 REFERIT_HU_SPLITS = ("train", "val", "trainval", "test")
 REFERIT_UNC_SPLITS = ("train", "val", "testA", "testB")
+VSEPP_SPLITS = {"f30k": ("train", "dev", "test"), "coco": ("train", "dev", "test", "testall")}
 
 
 def datasets_root():
@@ -46,17 +69,56 @@ def _require_root(path, what):
         )
 
 
-def _real_flickr(split):
+def _flickr_list(name):
+    """A Flickr30K Entities list file (``train.txt``, ``UNRELATED_CAPTIONS``): the root's, else the shipped copy."""
+    ann_root = os.path.join(datasets_root(), "flickr30k_entities")
+    return _in_root_or_shipped(os.path.join(ann_root, name), os.path.join(_SPLITS_DIR, "flickr30k_entities", name))
+
+
+def _real_flickr_files(split):
+    """(ann_root, image_root, split list, UNRELATED_CAPTIONS) of real Flickr30K Entities."""
     ann_root = os.path.join(datasets_root(), "flickr30k_entities")
     _require_root(ann_root, "Flickr30K Entities")
-    shipped = os.path.join(_SPLITS_DIR, "flickr30k_entities")
-    return cached_load(
-        load_flickr30k_entities,
-        ann_root,
-        os.path.join(datasets_root(), "flickr30k-images"),
-        _in_root_or_shipped(os.path.join(ann_root, f"{split}.txt"), os.path.join(shipped, f"{split}.txt")),
-        _in_root_or_shipped(os.path.join(ann_root, "UNRELATED_CAPTIONS"), os.path.join(shipped, "UNRELATED_CAPTIONS")),
-    )
+    images = os.path.join(datasets_root(), "flickr30k-images")
+    return ann_root, images, _flickr_list(f"{split}.txt"), _flickr_list("UNRELATED_CAPTIONS")
+
+
+def _real_flickr(split):
+    return cached_load(load_flickr30k_entities, *_real_flickr_files(split))
+
+
+def _real_flickr_captions(split):
+    return cached_load(load_flickr30k_entities_captions, *_real_flickr_files(split))
+
+
+def _flickr30k_root():
+    root = os.path.join(datasets_root(), "flickr30k")
+    _require_root(root, "Flickr30K (dataset_flickr30k.json, results_20130124.token)")
+    return root
+
+
+def _real_flickr_karpathy(split):
+    return cached_load(load_flickr30k_karpathy, os.path.join(_flickr30k_root(), "dataset_flickr30k.json"),
+                       os.path.join(datasets_root(), "flickr30k-images"), split)
+
+
+def _real_flickr_token(split):
+    return cached_load(load_flickr30k_token_captions, os.path.join(_flickr30k_root(), "results_20130124.token"),
+                       os.path.join(datasets_root(), "flickr30k-images"), _flickr_list(f"{split}.txt"))
+
+
+def _real_coco_karpathy(split):
+    root = os.path.join(datasets_root(), "coco")
+    _require_root(root, "COCO (dataset_coco.json)")
+    official = tuple(os.path.join(root, "annotations", f"captions_{part}2014.json") for part in ("train", "val"))
+    captions_files = official if all(os.path.isfile(f) for f in official) else ()
+    return cached_load(load_coco_karpathy, os.path.join(root, "dataset_coco.json"), root, split, captions_files)
+
+
+def _real_vsepp(collection, split):
+    data_dir = os.path.join(datasets_root(), "data", f"{collection}_precomp")
+    _require_root(data_dir, f"VSE++ precomputed features ({collection}_precomp)")
+    return cached_load(load_vsepp_precomp, data_dir, split)
 
 
 def _real_referit(split, split_by, use_hu_list):
@@ -73,13 +135,20 @@ def builtin_dataset_root():
     return ensure_builtin_dataset()
 
 
-def _builtin_flickr(split):
+def _builtin_flickr_files(split):
+    """(ann_root, image_root, split list, UNRELATED_CAPTIONS) of the built-in dataset."""
     root = builtin_dataset_root()
     ann_root = os.path.join(root, "flickr30k_entities")
-    return cached_load(
-        load_flickr30k_entities, ann_root, os.path.join(root, "flickr30k-images"), os.path.join(ann_root, f"{split}.txt"),
-        os.path.join(ann_root, "UNRELATED_CAPTIONS"),
-    )
+    images = os.path.join(root, "flickr30k-images")
+    return ann_root, images, os.path.join(ann_root, f"{split}.txt"), os.path.join(ann_root, "UNRELATED_CAPTIONS")
+
+
+def _builtin_flickr(split):
+    return cached_load(load_flickr30k_entities, *_builtin_flickr_files(split))
+
+
+def _builtin_flickr_captions(split):
+    return cached_load(load_flickr30k_entities_captions, *_builtin_flickr_files(split))
 
 
 def _builtin_referit(split):
@@ -107,3 +176,24 @@ def register_all_builtin():
     for split in REFERIT_UNC_SPLITS:
         register_grounding_dataset(f"referit_unc_{split}", p(_real_referit, split, "unc", False),
                   _meta("referit", "referit", "referit_unc_train", split=split, split_by="unc"))
+    _register_caption_builtins()
+
+
+def _register_caption_builtins():
+    """The caption (retrieval) names; nothing is read until a dataset is first used."""
+    p = functools.partial
+    for split in FLICKR_SPLITS:
+        register_caption_dataset(f"builtin_flickr30k_captions_{split}", p(_builtin_flickr_captions, split),
+                                 dict(dataset="flickr30k", split=split, source="flickr30k_entities", builtin=True))
+        register_caption_dataset(f"flickr30k_entities_captions_{split}", p(_real_flickr_captions, split),
+                                 dict(dataset="flickr30k", split=split, source="flickr30k_entities"))
+        register_caption_dataset(f"flickr30k_karpathy_{split}", p(_real_flickr_karpathy, split),
+                                 dict(dataset="flickr30k", split=split, source="karpathy"))
+        register_caption_dataset(f"flickr30k_token_{split}", p(_real_flickr_token, split),
+                                 dict(dataset="flickr30k", split=split, source="token"))
+        register_caption_dataset(f"coco_karpathy_{split}", p(_real_coco_karpathy, split),
+                                 dict(dataset="coco", split=split, source="karpathy"))
+    for collection, splits in VSEPP_SPLITS.items():
+        for split in splits:
+            register_caption_dataset(f"vsepp_{collection}_precomp_{split}", p(_real_vsepp, collection, split),
+                                     dict(dataset="vsepp_precomp", split=split, collection=collection))

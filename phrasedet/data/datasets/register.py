@@ -1,14 +1,24 @@
-"""``register_flickr30k_entities`` and ``register_referit``: put a split into Detectron2's catalogs."""
+"""``register_flickr30k_entities``, ``register_referit`` and the caption-dataset registrations:
+put a split into Detectron2's catalogs."""
 from detectron2.data import DatasetCatalog, MetadataCatalog
 
+from .coco_captions import load_coco_karpathy
 from .common import cached_load
+from .flickr30k_captions import load_flickr30k_entities_captions
 from .flickr30k_entities import load_flickr30k_entities
 from .referit import load_referit
+from .vsepp_precomp import load_vsepp_precomp
 
-__all__ = ["register_flickr30k_entities", "register_referit", "register_grounding_dataset", "EVALUATOR_TYPE"]
+__all__ = [
+    "register_flickr30k_entities", "register_referit", "register_grounding_dataset", "EVALUATOR_TYPE",
+    "register_caption_dataset", "register_flickr30k_captions", "register_coco_karpathy", "register_vsepp_precomp",
+    "RETRIEVAL_EVALUATOR_TYPE",
+]
 
 # MetadataCatalog evaluator_type of every phrase-grounding split (phrase mAP + localization).
 EVALUATOR_TYPE = "phrase_detection"
+# MetadataCatalog evaluator_type of every caption split (image-sentence retrieval).
+RETRIEVAL_EVALUATOR_TYPE = "retrieval"
 
 
 def register_grounding_dataset(name, loader, metadata):
@@ -45,4 +55,46 @@ def register_referit(name, refclef_root, image_root, split="train", split_by="be
         lambda: cached_load(load_referit, refclef_root, image_root, split, split_by, image_list, box_policy),
         dict(dataset="referit", refclef_root=refclef_root, image_root=image_root, split=split,
              split_by=split_by, image_list=image_list, phrase_style="referit", **metadata),
+    )
+
+
+def register_caption_dataset(name, loader, metadata):
+    """Register a caption (retrieval) split: ``loader`` in DatasetCatalog, ``metadata`` and
+    ``evaluator_type="retrieval"`` in MetadataCatalog."""
+    DatasetCatalog.register(name, loader)
+    MetadataCatalog.get(name).set(evaluator_type=RETRIEVAL_EVALUATOR_TYPE, **metadata)
+
+
+def register_flickr30k_captions(name, ann_root, image_root, split_file, unrelated_captions_file=None,
+                                drop_unrelated=False, **metadata):
+    """Register one split of Flickr30K captions from Flickr30K Entities ``Sentences/``; arguments
+    as in :func:`load_flickr30k_entities_captions`, ``metadata`` as in
+    :func:`register_flickr30k_entities`."""
+    register_caption_dataset(
+        name,
+        lambda: cached_load(load_flickr30k_entities_captions, ann_root, image_root, split_file,
+                            unrelated_captions_file, drop_unrelated),
+        dict(dataset="flickr30k", ann_root=ann_root, image_root=image_root, split_file=split_file, **metadata),
+    )
+
+
+def register_coco_karpathy(name, karpathy_json, image_root, split, captions_files=(), max_captions=5,
+                           restval_to_train=True, **metadata):
+    """Register one split of COCO on Karpathy's split; arguments as in :func:`load_coco_karpathy`."""
+    captions_files = tuple(captions_files)
+    register_caption_dataset(
+        name,
+        lambda: cached_load(load_coco_karpathy, karpathy_json, image_root, split, captions_files, max_captions,
+                            restval_to_train),
+        dict(dataset="coco", karpathy_json=karpathy_json, image_root=image_root, split=split,
+             captions_files=captions_files, max_captions=max_captions, **metadata),
+    )
+
+
+def register_vsepp_precomp(name, data_dir, split, **metadata):
+    """Register one split of a VSE++ precomputed-feature folder; arguments as in :func:`load_vsepp_precomp`."""
+    register_caption_dataset(
+        name,
+        lambda: cached_load(load_vsepp_precomp, data_dir, split),
+        dict(dataset="vsepp_precomp", data_dir=data_dir, split=split, **metadata),
     )
