@@ -1,4 +1,5 @@
-"""Text pipeline: tokenization, phrase normalization, phrase vocabulary, word vectors, phrase encoders."""
+"""Text pipeline shared by every task family: tokenization, phrase and caption normalization,
+phrase vocabulary (buckets), word vocabulary, word vectors, phrase/sentence vector encoders."""
 from .encoders import (
     PHRASE_ENCODER_REGISTRY,
     EncodedVocabulary,
@@ -8,9 +9,10 @@ from .encoders import (
     PhraseEncoder,
     build_phrase_encoder,
 )
-from .normalize import UNK, load_stopwords, normalize_phrase, normalize_tokens
+from .normalize import UNK, caption_words, load_stopwords, normalize_phrase, normalize_tokens
 from .tokenize import tokenize
 from .vocab import BUCKETS, DEFAULT_THRESHOLDS, PhraseVocabulary, bucket_of_count
+from .word_vocab import PAD, UNKNOWN, WordVocabulary
 from .word_vectors import (
     WORD_VECTOR_FORMATS,
     cached_word2vec,
@@ -23,9 +25,9 @@ from .word_vectors import (
 
 __all__ = [
     # tokenize / normalize
-    "tokenize", "UNK", "load_stopwords", "normalize_tokens", "normalize_phrase",
+    "tokenize", "UNK", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase",
     # vocabulary
-    "BUCKETS", "DEFAULT_THRESHOLDS", "bucket_of_count", "PhraseVocabulary",
+    "BUCKETS", "DEFAULT_THRESHOLDS", "bucket_of_count", "PhraseVocabulary", "PAD", "UNKNOWN", "WordVocabulary",
     # word vectors
     "WORD_VECTOR_FORMATS", "caption_sentences", "train_word2vec", "load_word_vectors",
     "load_glove_6b_50d", "cached_word2vec", "keyed_vectors_fingerprint",

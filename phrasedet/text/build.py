@@ -50,11 +50,14 @@ def build_word_vectors(cfg):
     )
 
 
-def build_text_encoder(cfg, kv=None):
-    """The phrase encoder of ``PHRASEDET.TEXT.ENCODER`` over ``kv`` (default: :func:`build_word_vectors`)."""
+def build_text_encoder(cfg, kv=None, whole_text: bool = False):
+    """The phrase encoder of ``PHRASEDET.TEXT.ENCODER`` over ``kv`` (default: :func:`build_word_vectors`).
+
+    ``whole_text``: encode every word (captions), ignoring ``PHRASEDET.TEXT.MAX_TOKENS`` (phrases).
+    """
     t = cfg.PHRASEDET.TEXT
     kv = build_word_vectors(cfg) if kv is None else kv
-    kwargs = {"max_tokens": t.MAX_TOKENS or None}
+    kwargs = {"max_tokens": None if whole_text else (t.MAX_TOKENS or None)}
     if t.ENCODER == "fisher":
         kwargs.update(n_components=t.FISHER_COMPONENTS, seed=t.FISHER_SEED)
     return build_phrase_encoder(t.ENCODER, kv, **kwargs)

@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 
 from .tokenize import tokenize
 
-__all__ = ["UNK", "load_stopwords", "normalize_tokens", "normalize_phrase"]
+__all__ = ["UNK", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase"]
 
 UNK = "unk"
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation + "“”‘’`´")
@@ -50,3 +50,11 @@ def normalize_tokens(tokens: Iterable[str], stopwords: Optional[frozenset] = Non
 def normalize_phrase(raw: str, stopwords: Optional[frozenset] = None) -> str:
     """Normalized category string of a raw phrase: ``"Two young, White males"`` -> ``"two young white males"``."""
     return " ".join(normalize_tokens(tokenize(raw.lower()), stopwords))
+
+
+def caption_words(caption: str) -> list[str]:
+    """Words of a whole caption for word vectors and sentence encoders: lowercased, tokenized and
+    stripped of punctuation as :func:`normalize_phrase`, but stop words kept; ``[]`` when no word
+    is left (never ``[UNK]``)."""
+    words = normalize_tokens(tokenize(caption.lower()), frozenset())
+    return [] if words == [UNK] else words

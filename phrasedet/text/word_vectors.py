@@ -17,8 +17,7 @@ import gensim
 import numpy as np
 from gensim.models import KeyedVectors, Word2Vec
 
-from .normalize import UNK, normalize_tokens
-from .tokenize import tokenize
+from .normalize import caption_words
 
 __all__ = [
     "WORD_VECTOR_FORMATS",
@@ -33,7 +32,6 @@ __all__ = [
 logger = logging.getLogger("phrasedet.text")
 
 WORD_VECTOR_FORMATS = ("auto", "word2vec_binary", "word2vec_text", "glove_text")
-_NO_STOPWORDS = frozenset()
 
 
 def _crc32_hash(text) -> int:
@@ -58,10 +56,8 @@ def caption_sentences(dataset_dicts: Iterable[dict]) -> list:
     for record in dataset_dicts:
         skip = set(record.get("unrelated_captions", ()))
         for i, caption in enumerate(record.get("captions", ())):
-            if i in skip:
-                continue
-            words = normalize_tokens(tokenize(caption.lower()), _NO_STOPWORDS)
-            if words != [UNK]:  # normalize_tokens' marker of "nothing left"
+            words = caption_words(caption) if i not in skip else []
+            if words:
                 sentences.append(words)
     return sentences
 
