@@ -4,7 +4,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .build import REGION_CLASSIFIER_REGISTRY
-from .embedding_net import TwoLayerBranch, _TwoBranchMixin, resolve_options
+from ..two_branch import TwoLayerBranch
+from .embedding_net import _TwoBranchMixin, resolve_options
 
 __all__ = ["CITEClassifier"]
 

@@ -1,19 +1,20 @@
 """Embedding Network (Wang et al. two-branch network; paper 003 Sec. 3.3.4, released code variant).
 
 Also holds what CITE shares with it: :func:`resolve_options` (constructor keyword arguments
-overridden by an optional config node) and :class:`TwoLayerBranch` (two, optionally
-CCA-initialized, FC layers with a ReLU between).
+overridden by an optional config node) and the CCA initialization of two
+:class:`~phrasedet.modeling.two_branch.TwoLayerBranch` es.
 """
-from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..cca_layers import CCAInitLinear
+from ..losses import mean_topk
+from ..two_branch import TwoLayerBranch
 from .build import REGION_CLASSIFIER_REGISTRY, dot_scores
 
-__all__ = ["EmbeddingNetClassifier", "TwoLayerBranch", "resolve_options"]
+__all__ = ["EmbeddingNetClassifier", "resolve_options"]
 
 
 def resolve_options(cfg, node_name: str, defaults: dict, overrides: dict) -> dict:
@@ -40,39 +41,6 @@ def _cca_sides(projection, layer: int):
         if not hasattr(projection, name):
             raise TypeError(f"CCA projection of layer {layer} has no attribute {name!r}")
     return (projection.mean_x, projection.A, projection.scale), (projection.mean_y, projection.B, projection.scale)
-
-
-class TwoLayerBranch(nn.Module):
-    """x -> layer1 -> ReLU -> layer2 (no activation after layer 2), each a :class:`CCAInitLinear`.
-
-    Random layers are ordinary linear layers; :meth:`set_layers` swaps in CCA-initialized ones
-    (their output sizes then come from the CCA, as in the released code).
-    """
-
-    def __init__(self, in_dim: int, hidden_dim: int, out_dim: int, scale_bias: bool = True):
-        super().__init__()
-        self.layers = nn.ModuleList([CCAInitLinear.random(in_dim, hidden_dim, scale_bias), CCAInitLinear.random(hidden_dim, out_dim, scale_bias)])
-
-    def set_layers(self, layers: Sequence[CCAInitLinear]) -> None:
-        if len(layers) != 2:
-            raise ValueError(f"expected 2 layers, got {len(layers)}")
-        if layers[0].in_features != self.layers[0].in_features or layers[1].in_features != layers[0].out_features:
-            raise ValueError(
-                f"CCA layer sizes {[(l.in_features, l.out_features) for l in layers]} do not chain from input size {self.layers[0].in_features}"
-            )
-        self.layers = nn.ModuleList(layers)
-
-    @property
-    def out_features(self) -> int:
-        return self.layers[-1].out_features
-
-    def forward(self, x):
-        return self.layers[1](F.relu(self.layers[0](x)))
-
-    def regularizer(self, l2_weight: float, l1_bias_weight: float):
-        """Sum of the CCA regularizers of the CCA-initialized layers (None if there are none)."""
-        terms = [l.regularizer(l2_weight, l1_bias_weight) for l in self.layers if l.cca_initialized]
-        return sum(terms) if terms else None
 
 
 class _TwoBranchMixin:
@@ -123,12 +91,6 @@ class _TwoBranchMixin:
     def embed_phrases(self, phrase_feats):
         """[P, D_t] -> L2-normalized [P, E]."""
         return F.normalize(self.phrase_branch(phrase_feats), dim=-1)
-
-
-def _mean_topk(values: torch.Tensor, k: int):
-    """Mean of the k largest entries (all of them if there are fewer)."""
-    values = values.reshape(-1)
-    return values.topk(min(k, values.numel())).values.mean()
 
 
 @REGION_CLASSIFIER_REGISTRY.register()
@@ -222,7 +184,7 @@ class EmbeddingNetClassifier(_TwoBranchMixin, nn.Module):
             viol = (m + logits[neg][None, :] - logits[pos][:, None]).reshape(-1)
         else:
             viol = torch.cat([(m + logits[p, neg[p]][None, :] - logits[p, pos[p]][:, None]).reshape(-1) for p in range(num_phrases)] + [zero.reshape(1)[:0]])
-        loss_cls = _mean_topk(viol.clamp(min=0), k) if viol.numel() else zero
+        loss_cls = mean_topk(viol.clamp(min=0), k) if viol.numel() else zero
 
         # region neighbourhood: anchor i and neighbour j != i positives of p, n a negative of p
         loss_region = zero
@@ -238,7 +200,7 @@ class EmbeddingNetClassifier(_TwoBranchMixin, nn.Module):
                 off = ~torch.eye(len(pi), dtype=torch.bool, device=v.device)
                 parts.append(v[off].reshape(-1))
             if parts:
-                loss_region = _mean_topk(torch.cat(parts).clamp(min=0), k)
+                loss_region = mean_topk(torch.cat(parts).clamp(min=0), k)
 
         # phrase neighbourhood: phrases sharing a positive region
         loss_phrase = zero
