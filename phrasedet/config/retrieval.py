@@ -91,9 +91,11 @@ def add_retrieval_config(cfg):
     _C.INPUT.RETRIEVAL = CN()
     # Captions per training image, drawn afresh each time the image is loaded: 1 (VSE++), 2 (paper 000's neighbourhood sampling), 0 = all.
     _C.INPUT.RETRIEVAL.CAPTIONS_PER_IMAGE = 1
+    # "shorter_side_crop": shorter side resized to RESIZE, then a CROP x CROP crop, random in training, centred at test (VSE++); "square": the whole image resized to CROP x CROP.
+    _C.INPUT.RETRIEVAL.RESIZE_MODE = "shorter_side_crop"
     # Shorter image side after resizing (VSE++: 256).
     _C.INPUT.RETRIEVAL.RESIZE = 256
-    # Square crop fed to the backbone: random in training, centred at test (VSE++: 224).
+    # Side of the square image fed to the backbone (VSE++: 224).
     _C.INPUT.RETRIEVAL.CROP = 224
 
     _C.TEST.RETRIEVAL = CN()

@@ -1,0 +1,84 @@
+"""Precomputed image features: one row per image in a ``.npy`` file, instead of pixels.
+
+Users of VSE++ and of paper 000's code mostly train on CNN features computed once. A split's
+features live in ``<features_dir>/<dataset name>.npy`` ([N, F], rows in the split's record order)
+with an optional ``<dataset name>.txt`` listing the image id of each row (checked when present);
+``tools/extract_image_features.py`` writes both. :func:`attach_image_features` gives each record
+``feature_file`` and ``feature_row``, which :class:`~phrasedet.data.CaptionDatasetMapper` reads.
+Datasets whose records carry these keys already (VSE++'s precomputed release) are left as they are.
+"""
+import os
+from functools import lru_cache
+
+import numpy as np
+
+from .datasets.common import BadAnnotationError
+
+__all__ = ["features_path", "attach_image_features", "read_feature_row", "feature_dim", "write_image_features"]
+
+
+def features_path(features_dir: str, dataset_name: str) -> str:
+    """``<features_dir>/<dataset_name>.npy``."""
+    return os.path.join(os.path.expanduser(features_dir), f"{dataset_name}.npy")
+
+
+@lru_cache(maxsize=32)
+def _open(path: str) -> np.ndarray:
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"image features {path!r} do not exist (tools/extract_image_features.py writes them)")
+    array = np.load(path, mmap_mode="r")
+    if array.ndim != 2:
+        raise BadAnnotationError(f"{path}: expected a [images, dims] array, got shape {array.shape}")
+    return array
+
+
+def feature_dim(path: str) -> int:
+    """F of a features file."""
+    return int(_open(path).shape[1])
+
+
+def read_feature_row(path: str, row: int) -> np.ndarray:
+    """Row ``row`` of a features file as float32 [F]."""
+    return np.array(_open(path)[row], dtype=np.float32)  # a copy: the memory map is read-only
+
+
+def _check_ids(ids_path: str, records: list) -> None:
+    with open(ids_path, encoding="utf-8-sig") as f:
+        ids = [line.strip() for line in f if line.strip()]
+    if len(ids) != len(records):
+        raise BadAnnotationError(f"{ids_path}: {len(ids)} image ids for {len(records)} images of the split")
+    for n, (image_id, record) in enumerate(zip(ids, records), 1):
+        if image_id != str(record["image_id"]):
+            raise BadAnnotationError(f"{ids_path}:{n}: image id {image_id!r}, but row {n - 1} of the split is image "
+                                     f"{record['image_id']!r}: the features are not in the split's order")
+
+
+def attach_image_features(records: list, dataset_name: str, features_dir: str) -> list:
+    """Records with ``feature_file`` / ``feature_row`` (copies; records that have them are kept).
+
+    Raises an error naming the file when the row count, or the ids file, does not match the split.
+    """
+    if all("feature_file" in r for r in records):
+        return records
+    if not features_dir:
+        raise ValueError(f"{dataset_name}: MODEL.RETRIEVAL.IMAGE_INPUT 'features' needs MODEL.RETRIEVAL.IMAGE_FEATURES_DIR "
+                         "(or a dataset whose records carry their features)")
+    path = features_path(features_dir, dataset_name)
+    rows = _open(path).shape[0]
+    if rows != len(records):
+        raise BadAnnotationError(f"{path}: {rows} rows for the {len(records)} images of {dataset_name}")
+    ids_path = path[: -len(".npy")] + ".txt"
+    if os.path.isfile(ids_path):
+        _check_ids(ids_path, records)
+    return [{**r, "feature_file": path, "feature_row": i} for i, r in enumerate(records)]
+
+
+def write_image_features(features_dir: str, dataset_name: str, features: np.ndarray, image_ids) -> str:
+    """Write ``<dataset_name>.npy`` (float32 [N, F]) and ``<dataset_name>.txt`` (the ids); returns the npy path."""
+    os.makedirs(os.path.expanduser(features_dir), exist_ok=True)
+    path = features_path(features_dir, dataset_name)
+    np.save(path, np.asarray(features, dtype=np.float32))
+    with open(path[: -len(".npy")] + ".txt", "w", encoding="utf-8") as f:
+        f.writelines(f"{i}\n" for i in image_ids)
+    _open.cache_clear()
+    return path

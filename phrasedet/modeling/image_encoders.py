@@ -1,0 +1,77 @@
+"""Image paths of the embedding models: pixels through a Detectron2 backbone, or precomputed features.
+
+* :class:`PixelImageEncoder`: backbone -> one output map -> global pooling (average, max,
+  WELDON) -> optional L2 normalization (VSE++'s code normalizes the CNN feature when it runs the
+  CNN) -> projection. The backbone can be frozen (no gradient, BatchNorm in inference mode),
+  fine-tuned, or frozen until an iteration (:attr:`backbone_trainable`, set by the trainer).
+* :class:`FeatureImageEncoder`: a precomputed pooled feature -> the same normalization and
+  projection. Features written by ``tools/extract_image_features.py`` are the pixel encoder's
+  pooled features, so both paths give the same embedding for the same weights.
+"""
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["PixelImageEncoder", "FeatureImageEncoder"]
+
+
+class PixelImageEncoder(nn.Module):
+    """images [B, 3, H, W] (normalized pixels) -> [B, E].
+
+    Args:
+        backbone: a Detectron2 ``Backbone``.
+        feature: name of the backbone output to pool (e.g. ``"res5"``).
+        pooling: [B, C, h, w] -> [B, C].
+        projection: [B, C] -> [B, E].
+        normalize_pooled: L2-normalize the pooled feature before the projection.
+        backbone_trainable: whether gradients reach the backbone (changed by the trainer's
+            unfreezing hook; a frozen backbone also keeps its BatchNorm statistics).
+    """
+
+    def __init__(self, backbone, feature: str, pooling: nn.Module, projection: nn.Module,
+                 normalize_pooled: bool = True, backbone_trainable: bool = False):
+        super().__init__()
+        if feature not in backbone.output_shape():
+            raise ValueError(f"MODEL.RETRIEVAL.BACKBONE_FEATURE {feature!r} is not a backbone output "
+                             f"({sorted(backbone.output_shape())}): add it to the backbone's OUT_FEATURES")
+        self.backbone, self.feature = backbone, feature
+        self.pooling, self.projection = pooling, projection
+        self.normalize_pooled = normalize_pooled
+        self.backbone_trainable = backbone_trainable
+
+    @property
+    def pooled_dim(self) -> int:
+        return self.backbone.output_shape()[self.feature].channels
+
+    def pooled(self, images: torch.Tensor) -> torch.Tensor:
+        """[B, 3, H, W] -> the pooled (not normalized) feature [B, C], the input of the projection."""
+        if self.backbone_trainable and self.training:
+            return self.pooling(self.backbone(images)[self.feature])
+        was_training = self.backbone.training
+        self.backbone.eval()
+        with torch.no_grad():
+            out = self.pooling(self.backbone(images)[self.feature])
+        self.backbone.train(was_training)
+        return out
+
+    def project(self, pooled: torch.Tensor) -> torch.Tensor:
+        """[B, C] pooled features -> [B, E]."""
+        return self.projection(F.normalize(pooled, dim=-1) if self.normalize_pooled else pooled)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.project(self.pooled(images))
+
+
+class FeatureImageEncoder(nn.Module):
+    """Precomputed pooled features [B, C] -> [B, E] (the projection of :class:`PixelImageEncoder`)."""
+
+    def __init__(self, pooled_dim: int, projection: nn.Module, normalize_pooled: bool = True):
+        super().__init__()
+        self.pooled_dim, self.projection, self.normalize_pooled = pooled_dim, projection, normalize_pooled
+
+    project = PixelImageEncoder.project
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        if features.shape[1] != self.pooled_dim:
+            raise ValueError(f"image features have {features.shape[1]} dimensions, the model expects {self.pooled_dim}")
+        return self.project(features)

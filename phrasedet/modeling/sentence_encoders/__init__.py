@@ -1,0 +1,7 @@
+"""Sentence encoders for the retrieval family (and the pointing game); importing registers them."""
+from .build import SENTENCE_ENCODER_REGISTRY, build_sentence_encoder, training_captions
+from .fixed_vector import FixedVectorSentenceEncoder
+from .gru import GRUSentenceEncoder
+
+__all__ = ["SENTENCE_ENCODER_REGISTRY", "build_sentence_encoder", "training_captions", "FixedVectorSentenceEncoder",
+           "GRUSentenceEncoder"]
