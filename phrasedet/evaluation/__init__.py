@@ -2,11 +2,13 @@
 dataset's ``evaluator_type``:
 
 - ``phrase_detection/``: phrase detection mAP (zero/few/common-shot) and localization accuracy (paper 003);
-- ``retrieval.py``: image-sentence retrieval Recall@K, median and mean rank (papers 000-002).
+- ``retrieval/``: image-sentence retrieval Recall@K, median and mean rank (papers 000-002).
 
 Every public name is re-exported here.
 """
 from .phrase_detection import *  # noqa: F401,F403
 from .phrase_detection import __all__ as _phrase_detection_all
+from .retrieval import *  # noqa: F401,F403
+from .retrieval import __all__ as _retrieval_all
 
-__all__ = list(_phrase_detection_all)
+__all__ = list(_phrase_detection_all) + list(_retrieval_all)

@@ -1,0 +1,117 @@
+"""RetrievalEvaluator on a registered toy split: dataset order, protocols, saved files, errors."""
+import logging
+
+import numpy as np
+import pytest
+import torch
+from detectron2.data import DatasetCatalog
+from detectron2.evaluation import inference_on_dataset, print_csv_format
+
+from phrasedet.evaluation import (EMBEDDINGS_FILE, METRIC_KEYS, SCORES_FILE, RetrievalEvaluator, evaluate_retrieval,
+                                  load_embeddings, load_scores)
+
+from .retrieval_toy import RETRIEVAL_TOY, NegativeSquaredDistance, register_retrieval_toy, toy_arrays, toy_outputs
+
+FOLDS = (1, 2, 3)
+
+
+def _run(evaluator, order=None, batch=2, outputs_of=toy_outputs):
+    dicts = DatasetCatalog.get(RETRIEVAL_TOY)
+    dicts = [dicts[n] for n in (order if order is not None else range(len(dicts)))]
+    evaluator.reset()
+    for start in range(0, len(dicts), batch):
+        inputs = dicts[start:start + batch]
+        evaluator.process(inputs, [outputs_of(d) for d in inputs])
+    return evaluator.evaluate()
+
+
+def test_results_follow_dataset_order_not_arrival_order():
+    register_retrieval_toy()
+    shuffled = np.random.default_rng(0).permutation(12)
+    results = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS, distributed=False), order=shuffled, batch=5)
+    assert results == evaluate_retrieval(*toy_arrays(), folds=FOLDS, chunk_size=1024)
+    assert list(results) == ["retrieval", "retrieval_2fold", "retrieval_3fold"]
+    whole = results["retrieval"]
+    assert tuple(whole) == METRIC_KEYS and 0 < whole["i2t_R@1"] < 100 and 0 < whole["t2i_R@1"] < 100
+    assert results["retrieval_3fold"]["i2t_R@1"] > whole["i2t_R@1"]  # 4 images per fold: an easier gallery
+
+
+def test_runs_in_detectron2_inference_and_prints_csv(caplog):
+    register_retrieval_toy()
+
+    class ToyModel(torch.nn.Module):
+        def forward(self, inputs):
+            return [toy_outputs(d) for d in inputs]
+
+    dicts = DatasetCatalog.get(RETRIEVAL_TOY)
+    results = inference_on_dataset(ToyModel(), [dicts[n:n + 3] for n in range(0, 12, 3)],
+                                   RetrievalEvaluator(RETRIEVAL_TOY, folds=(1, 4)))
+    assert results == evaluate_retrieval(*toy_arrays(), folds=(1, 4))
+    with caplog.at_level(logging.INFO):
+        print_csv_format(results)
+    assert "copypaste: Task: retrieval_4fold" in caplog.text and "i2t_R@1,i2t_R@5" in caplog.text
+
+
+def test_saves_embeddings_for_the_dot_product(tmp_path):
+    register_retrieval_toy()
+    _run(RetrievalEvaluator(RETRIEVAL_TOY, output_dir=str(tmp_path)))
+    saved = load_embeddings(str(tmp_path / EMBEDDINGS_FILE))
+    images, captions, c2i = toy_arrays()
+    assert saved["image_ids"] == [d["image_id"] for d in DatasetCatalog.get(RETRIEVAL_TOY)]
+    assert np.array_equal(saved["images"], images) and np.array_equal(saved["captions"], captions)
+    assert np.array_equal(saved["caption_to_image"], c2i) and saved["caption_to_image"].dtype == np.int64
+    assert not (tmp_path / SCORES_FILE).exists()
+
+
+def test_saves_the_score_matrix_for_another_scorer(tmp_path):
+    register_retrieval_toy()
+    scorer = NegativeSquaredDistance()
+    results = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS, scorer=scorer, chunk_size=5, output_dir=str(tmp_path)))
+    saved = load_scores(str(tmp_path / SCORES_FILE))
+    images, captions, c2i = toy_arrays()
+    expected = scorer.pairwise(torch.from_numpy(images), torch.from_numpy(captions)).numpy()
+    assert saved["scores"].shape == (12, 18) and np.array_equal(saved["scores"], expected)
+    assert np.array_equal(saved["gt_scores"], expected[c2i, np.arange(18)])
+    assert np.array_equal(saved["caption_to_image"], c2i) and len(saved["image_ids"]) == 12
+    assert results == evaluate_retrieval(images, captions, c2i, folds=FOLDS, scorer=scorer)
+    assert results != evaluate_retrieval(images, captions, c2i, folds=FOLDS)  # not the dot product
+    assert not (tmp_path / EMBEDDINGS_FILE).exists()
+
+
+def test_missing_duplicate_and_unknown_images_are_errors():
+    register_retrieval_toy()
+    with pytest.raises(ValueError, match=r"1 of 12 test images .* were not evaluated, e.g. image_id \['img07'\]"):
+        _run(RetrievalEvaluator(RETRIEVAL_TOY), order=[n for n in range(12) if n != 7])
+    with pytest.raises(ValueError, match=r"evaluated more than once, e.g. image_id \['img03'\]"):
+        _run(RetrievalEvaluator(RETRIEVAL_TOY), order=list(range(12)) + [3])
+    with pytest.raises(ValueError, match="image_id 'nope' is not in dataset"):
+        RetrievalEvaluator(RETRIEVAL_TOY).process([{"image_id": "nope"}], [{}])
+
+
+def test_wrong_outputs_are_errors_naming_the_image():
+    register_retrieval_toy()
+
+    def one_caption_short(d):
+        out = toy_outputs(d)
+        out["caption_embeddings"] = out["caption_embeddings"][:-1] if len(d["captions"]) == 3 else out["caption_embeddings"]
+        return out
+
+    with pytest.raises(ValueError, match="image_id 'img03': 2 caption embeddings, but its record .* has 3 captions"):
+        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=one_caption_short)
+    with pytest.raises(ValueError, match="image_id 'img00': the model output has no 'image_embedding'"):
+        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=lambda d: {"caption_embeddings": torch.zeros(2, 6)})
+    with pytest.raises(ValueError, match=r"image_id 'img00': 'caption_embeddings' must have shape \[n_captions, 6\]"):
+        _run(RetrievalEvaluator(RETRIEVAL_TOY),
+             outputs_of=lambda d: {"image_embedding": torch.zeros(6), "caption_embeddings": torch.zeros(2, 5)})
+
+
+def test_bad_folds_and_datasets_fail_before_inference():
+    register_retrieval_toy()
+    with pytest.raises(ValueError, match="12 test images do not split into 5 folds"):
+        RetrievalEvaluator(RETRIEVAL_TOY, folds=(1, 5))
+    DatasetCatalog.register("evaltest_retrieval_no_captions", lambda: [{"image_id": "a"}])
+    try:
+        with pytest.raises(ValueError, match="'evaltest_retrieval_no_captions': record 0: no key 'captions'"):
+            RetrievalEvaluator("evaltest_retrieval_no_captions")
+    finally:
+        DatasetCatalog.remove("evaltest_retrieval_no_captions")
