@@ -150,6 +150,6 @@ class RetrievalEvaluator(DatasetEvaluator):
             return {}
         images, captions, c2i = self._assemble(seen)
         results = self._evaluate(torch.from_numpy(images), torch.from_numpy(captions), c2i)
-        self._logger.info("Retrieval on %s (%d images, %d captions, %r), in %%:\n%s", self._dataset_name,
-                          images.shape[0], captions.shape[0], self._scorer, format_retrieval_table(results))
+        self._logger.info("Retrieval on %s (%d images, %d captions, %s), in %%:\n%s", self._dataset_name,
+                          images.shape[0], captions.shape[0], type(self._scorer).__name__, format_retrieval_table(results))
         return results

@@ -1,4 +1,4 @@
-"""Scorers (image-caption similarity) and the score matrix computed block by block.
+"""The score matrix of a scorer, computed block by block, and the ground-truth scores.
 
 A scorer is any object with
 
@@ -6,35 +6,24 @@ A scorer is any object with
   every caption;
 * ``paired(images [k, D], captions [k, D]) -> Tensor[k]``: the score of row i with row i.
 
-Higher is more similar. Inputs are CPU float32 tensors; a scorer that lives on a GPU moves them
-there itself and may return its scores on the GPU (they are copied back for counting). The metric
-code never assumes dot products: only :class:`DotProductScorer` does.
+Higher is more similar. The scorers are the model's (``phrasedet.modeling.scorers``, one class
+for training and evaluation): :class:`DotProductScorer` (the cosine of L2-normalized embeddings)
+and paper 000's ``SimilarityNetwork``. Inputs are CPU float32 tensors; a scorer that lives on a
+GPU moves them there itself and may return its scores on the GPU (they are copied back for
+counting). The metric code never assumes dot products.
 """
 from typing import Iterator, Tuple
 
 import numpy as np
 import torch
 
+from phrasedet.modeling.scorers import DotProductScorer
+
 __all__ = ["DotProductScorer", "as_embeddings", "paired_scores", "score_blocks"]
 
 # Captions scored per ``paired`` call. A constant, so the ground-truth scores (and the ranks that
 # compare against them) do not depend on ``chunk_size``.
 _PAIRED_ROWS = 1024
-
-
-class DotProductScorer:
-    """``score(i, j) = <image_i, caption_j>``: the cosine similarity of L2-normalized embeddings."""
-
-    def pairwise(self, images: torch.Tensor, captions: torch.Tensor) -> torch.Tensor:
-        """images [n, D], captions [m, D] -> scores [n, m]."""
-        return images @ captions.T
-
-    def paired(self, images: torch.Tensor, captions: torch.Tensor) -> torch.Tensor:
-        """images [k, D], captions [k, D] -> scores [k] (row i with row i)."""
-        return torch.einsum("kd,kd->k", images, captions)  # no [k, D] product temporary
-
-    def __repr__(self):
-        return "DotProductScorer()"
 
 
 def as_embeddings(x, name: str) -> torch.Tensor:
@@ -68,11 +57,15 @@ def score_blocks(images: torch.Tensor, captions: torch.Tensor, scorer,
 
 def paired_scores(images: torch.Tensor, captions: torch.Tensor, caption_to_image: np.ndarray, scorer) -> np.ndarray:
     """Ground-truth score of every caption with its own image [M]: ``scorer.paired`` on
-    ``(images[caption_to_image], captions)``, in fixed blocks of captions."""
+    ``(images[caption_to_image], captions)``, in fixed blocks of captions, written into one array
+    (a list of small parts would pin glibc's heap and keep every block's temporaries resident)."""
     index = torch.as_tensor(np.asarray(caption_to_image, dtype=np.int64))
-    parts = []
+    out = np.zeros(captions.shape[0], np.float32)
     for start in range(0, captions.shape[0], _PAIRED_ROWS):
         rows = captions[start:start + _PAIRED_ROWS]
-        parts.append(_to_numpy(scorer.paired(images[index[start:start + _PAIRED_ROWS]], rows),
-                               f"{type(scorer).__name__}.paired", (rows.shape[0],)))
-    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+        part = _to_numpy(scorer.paired(images[index[start:start + _PAIRED_ROWS]], rows),
+                         f"{type(scorer).__name__}.paired", (rows.shape[0],))
+        if part.dtype != out.dtype:
+            out = out.astype(np.result_type(out.dtype, part.dtype))
+        out[start:start + len(part)] = part
+    return out
