@@ -8,7 +8,7 @@ from detectron2.data import DatasetCatalog
 from detectron2.evaluation import inference_on_dataset, print_csv_format
 
 from phrasedet.evaluation import (EMBEDDINGS_FILE, METRIC_KEYS, SCORES_FILE, RetrievalEvaluator, evaluate_retrieval,
-                                  load_embeddings, load_scores)
+                                  evaluate_similarity, load_embeddings, load_scores)
 
 from .retrieval_toy import RETRIEVAL_TOY, NegativeSquaredDistance, register_retrieval_toy, toy_arrays, toy_outputs
 
@@ -115,3 +115,30 @@ def test_bad_folds_and_datasets_fail_before_inference():
             RetrievalEvaluator("evaltest_retrieval_no_captions")
     finally:
         DatasetCatalog.remove("evaltest_retrieval_no_captions")
+
+
+def test_the_models_similarity_network_scores_without_autograd(tmp_path):
+    from phrasedet.modeling.scorers import SimilarityNetwork
+
+    class Recording(SimilarityNetwork):
+        def pairwise(self, images, captions):
+            self.grad_modes.append(torch.is_grad_enabled())
+            return super().pairwise(images, captions)
+
+        def paired(self, images, captions):
+            self.grad_modes.append(torch.is_grad_enabled())
+            return super().paired(images, captions)
+
+    register_retrieval_toy()
+    torch.manual_seed(0)
+    net = Recording(6, hidden_dims=(5,))
+    net.grad_modes = []
+    results = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS, scorer=net, chunk_size=5, output_dir=str(tmp_path)))
+    assert torch.is_grad_enabled() and net.grad_modes and not any(net.grad_modes)
+    saved = load_scores(str(tmp_path / SCORES_FILE))
+    images, captions, c2i = toy_arrays()
+    with torch.no_grad():
+        expected = torch.cat([net.pairwise(torch.from_numpy(images[a:a + 5]), torch.from_numpy(captions))
+                              for a in range(0, 12, 5)]).numpy()
+    assert np.array_equal(saved["scores"], expected)
+    assert results == evaluate_similarity(saved["scores"], c2i, FOLDS, gt_scores=saved["gt_scores"])
