@@ -61,6 +61,11 @@ def test_two_folds_average_every_metric():
     assert m == pytest.approx({k: (FOLD_0[k] + FOLD_1[k]) / 2 for k in METRIC_KEYS}, abs=1e-12)
 
 
+def test_folds_of_captions_in_any_order():
+    perm = np.array([3, 0, 4, 1, 2])  # fold 1's captions are no longer consecutive columns
+    assert evaluate_similarity(SIM[:, perm], C2I[perm], folds=(1, 2)) == evaluate_similarity(SIM, C2I, folds=(1, 2))
+
+
 def test_every_protocol_in_one_call():
     results = evaluate_similarity(SIM, C2I, folds=[1, 2, 4, 2])
     assert list(results) == ["retrieval", "retrieval_2fold", "retrieval_4fold"]

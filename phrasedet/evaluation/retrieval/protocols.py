@@ -44,8 +44,10 @@ def check_folds(folds, num_images: int) -> Tuple[int, ...]:
 def _columns(mask: np.ndarray):
     """Indices where ``mask`` holds, as a slice when they are consecutive (a view, not a copy)."""
     cols = np.flatnonzero(mask)
-    if len(cols) == 0 or cols[-1] - cols[0] + 1 == len(cols):
-        return slice(int(cols[0]) if len(cols) else 0, int(cols[-1]) + 1 if len(cols) else 0)
+    if len(cols) == 0:
+        return slice(0, 0)
+    if cols[-1] - cols[0] + 1 == len(cols):
+        return slice(int(cols[0]), int(cols[-1]) + 1)
     return cols
 
 
