@@ -66,7 +66,8 @@ def test_saves_embeddings_for_the_dot_product(tmp_path):
 def test_saves_the_score_matrix_for_another_scorer(tmp_path):
     register_retrieval_toy()
     scorer = NegativeSquaredDistance()
-    results = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS, scorer=scorer, chunk_size=5, output_dir=str(tmp_path)))
+    results = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS, scorer=scorer, chunk_size=5,
+                                      output_dir=str(tmp_path)))
     saved = load_scores(str(tmp_path / SCORES_FILE))
     images, captions, c2i = toy_arrays()
     expected = scorer.pairwise(torch.from_numpy(images), torch.from_numpy(captions)).numpy()
@@ -93,7 +94,8 @@ def test_wrong_outputs_are_errors_naming_the_image():
 
     def one_caption_short(d):
         out = toy_outputs(d)
-        out["caption_embeddings"] = out["caption_embeddings"][:-1] if len(d["captions"]) == 3 else out["caption_embeddings"]
+        if len(d["captions"]) == 3:
+            out["caption_embeddings"] = out["caption_embeddings"][:-1]
         return out
 
     with pytest.raises(ValueError, match="image_id 'img03': 2 caption embeddings, but its record .* has 3 captions"):

@@ -54,7 +54,8 @@ def test_bare_matrix_with_caption_to_image_or_dataset(tool, saved, tmp_path):
     with np.load(saved["scores"]) as f:
         np.save(tmp_path / "sims.npy", f["scores"])
     np.save(tmp_path / "c2i.npy", toy_arrays()[2])
-    by_file = tool.main(["--scores", str(tmp_path / "sims.npy"), "--caption-to-image", str(tmp_path / "c2i.npy"), *FOLDS])
+    by_file = tool.main(["--scores", str(tmp_path / "sims.npy"), "--caption-to-image", str(tmp_path / "c2i.npy"),
+                         *FOLDS])
     by_dataset = tool.main(["--scores", str(tmp_path / "sims.npy"), "--dataset", RETRIEVAL_TOY, *FOLDS])
     assert by_file == by_dataset == saved["scored"]  # the toy's scores are exact: paired == matrix entries
 
@@ -79,7 +80,8 @@ def test_bad_embeddings_files_name_the_file_and_key(tool, saved, tmp_path):
     assert f"{path}: key 'captions': embedding size 5 differs from the images' (6)" in _exit_message(
         tool, ["--embeddings", path])
     path = _rewrite(saved["embeddings"], tmp_path / "ids.npz", image_ids=np.array(["a", "b"]))
-    assert f"{path}: key 'image_ids': has 2 entries, but there are 12 images" in _exit_message(tool, ["--embeddings", path])
+    assert f"{path}: key 'image_ids': has 2 entries, but there are 12 images" in _exit_message(
+        tool, ["--embeddings", path])
     (tmp_path / "junk.npz").write_text("not numpy")
     assert f"{tmp_path / 'junk.npz'}: not a readable .npz or .npy file" in _exit_message(
         tool, ["--embeddings", str(tmp_path / "junk.npz")])

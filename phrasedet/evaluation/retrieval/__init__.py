@@ -14,8 +14,8 @@ from .scorers import DotProductScorer, paired_scores, score_blocks
 
 __all__ = [
     "DotProductScorer", "EMBEDDINGS_FILE", "METRIC_KEYS", "RankCounter", "RetrievalEvaluator", "SCORES_FILE",
-    "ScoresWriter", "average_metrics", "caption_to_image_of", "check_caption_to_image", "evaluate_blocks", "evaluate_retrieval",
-    "evaluate_similarity", "format_retrieval_table", "load_embeddings", "load_retrieval_split", "load_scores",
-    "paired_scores", "ranks_from_similarity", "recall_metrics", "result_key", "retrieval_ranks", "save_embeddings",
-    "score_blocks",
+    "ScoresWriter", "average_metrics", "caption_to_image_of", "check_caption_to_image", "evaluate_blocks",
+    "evaluate_retrieval", "evaluate_similarity", "format_retrieval_table", "load_embeddings", "load_retrieval_split",
+    "load_scores", "paired_scores", "ranks_from_similarity", "recall_metrics", "result_key", "retrieval_ranks",
+    "save_embeddings", "score_blocks",
 ]

@@ -151,5 +151,6 @@ class RetrievalEvaluator(DatasetEvaluator):
         images, captions, c2i = self._assemble(seen)
         results = self._evaluate(torch.from_numpy(images), torch.from_numpy(captions), c2i)
         self._logger.info("Retrieval on %s (%d images, %d captions, %s), in %%:\n%s", self._dataset_name,
-                          images.shape[0], captions.shape[0], type(self._scorer).__name__, format_retrieval_table(results))
+                          images.shape[0], captions.shape[0], type(self._scorer).__name__,
+                          format_retrieval_table(results))
         return results

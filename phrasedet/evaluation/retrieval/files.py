@@ -130,7 +130,8 @@ def _get(npz, path: str, key: str, ndim: int, kind: str) -> np.ndarray:
         raise ValueError(f"{path}: missing key {key!r} (the file holds {sorted(npz.files)})")
     array = npz[key]
     if array.ndim != ndim or (array.dtype.kind not in kind and array.size):
-        raise _bad(path, key, f"expected a {ndim}-D array of kind {kind!r}, got dtype {array.dtype} and shape {array.shape}")
+        raise _bad(path, key, f"expected a {ndim}-D array of kind {kind!r}, got dtype {array.dtype} "
+                              f"and shape {array.shape}")
     return array
 
 

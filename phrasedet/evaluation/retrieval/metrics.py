@@ -4,12 +4,14 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-__all__ = ["DIRECTIONS", "METRIC_KEYS", "RECALL_KS", "average_metrics", "recall_metrics"]
+__all__ = ["DIRECTIONS", "METRIC_KEYS", "PER_DIRECTION", "RECALL_KS", "average_metrics", "recall_metrics"]
 
 RECALL_KS = (1, 5, 10)
 #: ``i2t``: image query, captions ranked (caption retrieval); ``t2i``: caption query, images ranked.
 DIRECTIONS = ("i2t", "t2i")
-METRIC_KEYS = tuple(f"{d}_{m}" for d in DIRECTIONS for m in [f"R@{k}" for k in RECALL_KS] + ["medr", "meanr"]) + ("rsum",)
+#: Metrics of each direction, keyed ``<direction>_<metric>``; ``rsum`` sums the six recalls.
+PER_DIRECTION = tuple(f"R@{k}" for k in RECALL_KS) + ("medr", "meanr")
+METRIC_KEYS = tuple(f"{d}_{m}" for d in DIRECTIONS for m in PER_DIRECTION) + ("rsum",)
 
 
 def _direction_metrics(ranks: np.ndarray, direction: str) -> Dict[str, float]:
@@ -20,7 +22,7 @@ def _direction_metrics(ranks: np.ndarray, direction: str) -> Dict[str, float]:
         raise ValueError(f"{direction} ranks must be a 1-D array of 1-based ranks (>= 1), got shape {ranks.shape}"
                          + (f" with minimum {ranks.min()}" if ranks.size else ""))
     if not len(ranks):
-        return {f"{direction}_{k}": math.nan for k in [f"R@{k}" for k in RECALL_KS] + ["medr", "meanr"]}
+        return {f"{direction}_{m}": math.nan for m in PER_DIRECTION}
     out = {f"{direction}_R@{k}": 100.0 * float(np.count_nonzero(ranks <= k)) / len(ranks) for k in RECALL_KS}
     out[f"{direction}_medr"] = float(math.floor(np.median(ranks - 1))) + 1.0
     out[f"{direction}_meanr"] = float(np.mean(ranks, dtype=np.float64))

@@ -3,7 +3,7 @@ from typing import Dict
 
 from tabulate import tabulate
 
-from .metrics import DIRECTIONS, RECALL_KS
+from .metrics import DIRECTIONS, PER_DIRECTION
 
 __all__ = ["format_retrieval_table"]
 
@@ -16,7 +16,7 @@ def format_retrieval_table(results: Dict[str, Dict[str, float]]) -> str:
     """One row per protocol of ``results`` (``{"retrieval": metrics, "retrieval_<F>fold": ...}``):
     R@1, R@5, R@10 (%), median and mean rank of both directions (``i2t``: image queries, caption
     retrieval; ``t2i``: caption queries, image retrieval), and rsum."""
-    columns = [(d, m) for d in DIRECTIONS for m in [f"R@{k}" for k in RECALL_KS] + ["medr", "meanr"]]
+    columns = [(d, m) for d in DIRECTIONS for m in PER_DIRECTION]
     headers = ["protocol"] + [f"{d} {m}" for d, m in columns] + ["rsum"]
     rows = [[_protocol_name(key)] + [metrics[f"{d}_{m}"] for d, m in columns] + [metrics["rsum"]]
             for key, metrics in results.items()]
