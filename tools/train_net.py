@@ -4,11 +4,15 @@
     python tools/train_net.py --config-file configs/cite_cca.yaml [--num-gpus N] [--eval-only]
         [--resume] [KEY VALUE ...]
 
-A config with ``PHRASEDET.RECIPE.ENABLED`` runs paper 003's staged recipe (detector, CCA,
-classifier, optional fine-tuning; see ``phrasedet/engine/recipe.py``), ``--resume`` continuing in
-the interrupted stage; other configs train one model. ``--num-gpus N`` starts N processes; on a
-machine without a GPU they train on the CPU with gloo.
+Every task family trains here: phrase detection (``configs/*.yaml``, ``PhraseRCNN``) and
+image-sentence retrieval (``configs/retrieval/*.yaml``, ``ImageTextEmbedding``); the splits'
+``evaluator_type`` picks the loaders and the evaluator. A config with ``PHRASEDET.RECIPE.ENABLED``
+runs paper 003's staged recipe (detector, CCA, classifier, optional fine-tuning; see
+``phrasedet/engine/recipe.py``), ``--resume`` continuing in the interrupted stage; other configs
+train one model. ``--num-gpus N`` starts N processes; on a machine without a GPU they train on the
+CPU with gloo.
 """
+import json
 import logging
 import os
 
@@ -21,7 +25,8 @@ from detectron2.utils.logger import setup_logger
 
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine import PhraseTrainer, build_recipe_model, finish_distributed, run_recipe
+from phrasedet.data.datasets import EVALUATOR_TYPE
+from phrasedet.engine import PhrasedetTrainer, build_recipe_model, dataset_task, finish_distributed, run_recipe
 from phrasedet.utils import save_test_visualizations
 
 
@@ -39,8 +44,8 @@ def setup(args):
 
 
 def visualize(cfg, model, num_images=4):
-    """Pictures of the first test images with their phrases' detections (main process only)."""
-    if not comm.is_main_process() or not cfg.DATASETS.TEST:
+    """Pictures of the first test images with their phrases' detections (main process, phrase detection only)."""
+    if not comm.is_main_process() or not cfg.DATASETS.TEST or dataset_task(cfg.DATASETS.TEST[0]) != EVALUATOR_TYPE:
         return
     out = os.path.join(cfg.OUTPUT_DIR, "visualizations")
     paths = save_test_visualizations(cfg, getattr(model, "module", model), cfg.DATASETS.TEST[0], out, num_images)
@@ -57,20 +62,30 @@ def run(args):
     cfg = setup(args)
     recipe = cfg.PHRASEDET.RECIPE.ENABLED
     if args.eval_only:
-        model = build_recipe_model(cfg) if recipe else PhraseTrainer.build_model(cfg)
+        model = build_recipe_model(cfg) if recipe else PhrasedetTrainer.build_model(cfg)
         DetectionCheckpointer(model, save_dir=cfg.OUTPUT_DIR).resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
-        results = PhraseTrainer.test(cfg, model)
+        results = PhrasedetTrainer.test(cfg, model)
         visualize(cfg, model)
         return results
     if recipe:
         model, results = run_recipe(cfg, resume=args.resume)
         visualize(cfg, model)
         return results
-    trainer = PhraseTrainer(cfg)
+    trainer = PhrasedetTrainer(cfg)
     trainer.resume_or_load(resume=args.resume)
     trainer.train()  # evaluates at the end (EvalHook), and every TEST.EVAL_PERIOD iterations if > 0
     visualize(cfg, trainer.model)
-    return getattr(trainer, "_last_eval_results", None)
+    results = getattr(trainer, "_last_eval_results", None)
+    write_results(cfg, results, os.path.join(cfg.OUTPUT_DIR, "model_final.pth"))
+    return results
+
+
+def write_results(cfg, results, final_model):
+    """``<OUTPUT_DIR>/results.json``: the final evaluation and the final model's path (main
+    process), as the recipe writes it, for tools that compare runs."""
+    if comm.is_main_process() and results:
+        with open(os.path.join(cfg.OUTPUT_DIR, "results.json"), "w") as f:
+            json.dump({"final_model": final_model, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

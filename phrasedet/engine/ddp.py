@@ -16,9 +16,13 @@ _d2_create_ddp_model = d2_defaults.create_ddp_model
 
 
 def create_ddp_model(model, **kwargs):
-    """``detectron2.engine.create_ddp_model``, with ``device_ids=None`` for a model on the CPU."""
+    """``detectron2.engine.create_ddp_model``, with ``device_ids=None`` for a model on the CPU and
+    ``find_unused_parameters`` when the model says some parameters get no gradient for a while
+    (``model.needs_unused_parameters``: a backbone frozen until an iteration)."""
     if next(model.parameters()).device.type == "cpu":
         kwargs.setdefault("device_ids", None)
+    if getattr(model, "needs_unused_parameters", False):
+        kwargs.setdefault("find_unused_parameters", True)
     return _d2_create_ddp_model(model, **kwargs)
 
 

@@ -36,7 +36,6 @@ from typing import Callable, Optional
 
 import torch
 from detectron2.checkpoint import DetectionCheckpointer
-from detectron2.solver.build import maybe_add_gradient_clipping
 from detectron2.utils import comm
 from detectron2.utils.env import seed_all_rng
 from torch import nn
@@ -44,7 +43,8 @@ from torch import nn
 from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers
 
 from .init_comparison import compare_initializations, format_comparison
-from .trainer import PhraseTrainer
+from .optimizer import OPTIMIZERS, build_optimizer
+from .trainer import PhrasedetTrainer
 
 __all__ = [
     "RecipeStage",
@@ -64,7 +64,6 @@ logger = logging.getLogger("phrasedet.recipe")
 
 STAGE_DIRS = ("stage1_detector", "stage2_cca", "stage3_classifier", "stage4_finetune")
 RANDOM_INIT_SUFFIX = "_random_init"  # folders of the random-init baseline (RECIPE.COMPARE_RANDOM_INIT)
-OPTIMIZERS = ("SGD", "Adam")
 
 
 @dataclass
@@ -224,7 +223,7 @@ def build_recipe_model(cfg):
     """The final model of a recipe config, shaped to load its checkpoints (``--eval-only``): the
     classifier's CCA-initialized layers and the cascade's shortlist are sized from
     ``<OUTPUT_DIR>/stage2_cca/cca.npz``."""
-    model = PhraseTrainer.build_model(cfg)
+    model = PhrasedetTrainer.build_model(cfg)
     if _needs_cca(cfg):
         path = cca_path(cfg)
         if not os.path.isfile(path):
@@ -235,7 +234,7 @@ def build_recipe_model(cfg):
 
 # ---------------------------------------------------------------- running
 def _trainer_class(stage: RecipeStage):
-    class StageTrainer(PhraseTrainer):
+    class StageTrainer(PhrasedetTrainer):
         prebuilt = None  # a model built (and prepared) already, handed to the next build_model call
 
         @classmethod
@@ -250,11 +249,8 @@ def _trainer_class(stage: RecipeStage):
 
         @classmethod
         def build_optimizer(cls, cfg, model):
-            if stage.optimizer == "SGD":
-                return super().build_optimizer(cfg, model)
-            # the CITE code's Adam, without weight decay (its regularizers are in the losses)
-            params = [p for p in model.parameters() if p.requires_grad]
-            return maybe_add_gradient_clipping(cfg, torch.optim.Adam(params, lr=cfg.SOLVER.BASE_LR))
+            # Adam as the CITE code, without weight decay (its regularizers are in the losses)
+            return build_optimizer(cfg, model, stage.optimizer, weight_decay=0.0)
 
     StageTrainer.__name__ = f"{stage.name}_trainer"
     return StageTrainer
@@ -291,7 +287,7 @@ def fit_or_load_cca(cfg, detector_weights: str, resume: bool):
         logger.info("Stage %s: using the CCA fitted before (%s)", STAGE_DIRS[1], path)
     else:
         if comm.is_main_process():
-            model = PhraseTrainer.build_model(detector_stage(cfg).cfg)
+            model = PhrasedetTrainer.build_model(detector_stage(cfg).cfg)
             load_weights(model, detector_weights)
             layers = fit_cca_from_detector(cfg, model)
             save_cca_layers(path, layers)

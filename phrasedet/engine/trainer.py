@@ -1,48 +1,139 @@
-"""``PhraseTrainer``: Detectron2's ``DefaultTrainer`` for phrase-grounding models.
+"""``PhrasedetTrainer``: Detectron2's ``DefaultTrainer`` for every phrasedet task family.
 
-It builds loaders with :class:`PhraseDatasetMapper` (at test time every image is asked about
-the whole test vocabulary when ``TEST.PHRASE_DETECTION.VOCABULARY`` is ``"dataset"``), the
-phrase-detection evaluator for ``evaluator_type == "phrase_detection"`` splits, and trains on
-several CPU processes with gloo.
+The task of a split is its ``MetadataCatalog`` ``evaluator_type``, and it picks the loaders and the
+evaluator, as Detectron2's own ``train_net.py`` does:
+
+| task | mapper | evaluator |
+|---|---|---|
+| ``phrase_detection`` | :class:`PhraseDatasetMapper` (at test, every image is asked about the whole test vocabulary when ``TEST.PHRASE_DETECTION.VOCABULARY`` is ``"dataset"``) | :class:`PhraseDetectionEvaluator` |
+| ``retrieval`` | :class:`CaptionDatasetMapper` (pixels, or precomputed feature rows) | :class:`RetrievalEvaluator` (given the model's scorer) |
+
+It also trains on several CPU processes with gloo, builds the optimizer of
+``PHRASEDET.SOLVER`` and adds the retrieval hooks: unfreezing a backbone frozen until
+``MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS``, and the warm-up of the ranking loss
+(``MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS``). ``PhraseTrainer`` is the same class under its first name.
 """
+import logging
 import os
 
 from detectron2.data import DatasetCatalog, MetadataCatalog, build_detection_test_loader, build_detection_train_loader
 from detectron2.engine import DefaultTrainer
 
-from phrasedet.data import PhraseDatasetMapper
-from phrasedet.data.datasets import EVALUATOR_TYPE
-from phrasedet.evaluation import PhraseDetectionEvaluator, test_vocabulary
+from phrasedet.data import CaptionDatasetMapper, PhraseDatasetMapper, attach_image_features
+from phrasedet.data.datasets import EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
+from phrasedet.evaluation import PhraseDetectionEvaluator, RetrievalEvaluator, test_vocabulary
+from phrasedet.modeling.losses import RankingLoss
 
 from .ddp import cpu_safe_ddp
+from .hooks import BackboneUnfreezeHook, NegativesWarmupHook
+from .optimizer import build_optimizer
 
-__all__ = ["PhraseTrainer"]
+__all__ = ["PhrasedetTrainer", "PhraseTrainer", "dataset_task"]
+
+logger = logging.getLogger("phrasedet.engine")
+TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE)
 
 
-class PhraseTrainer(DefaultTrainer):
+def dataset_task(name: str) -> str:
+    """The task family of a registered split (its ``evaluator_type``)."""
+    task = MetadataCatalog.get(name).get("evaluator_type", None)
+    if task not in TASKS:
+        raise NotImplementedError(f"dataset {name!r} has evaluator_type {task!r}; phrasedet trains and evaluates {TASKS}")
+    return task
+
+
+def _train_task(cfg) -> str:
+    tasks = {name: dataset_task(name) for name in cfg.DATASETS.TRAIN}
+    if len(set(tasks.values())) != 1:
+        raise ValueError(f"DATASETS.TRAIN mixes task families: {tasks}")
+    return next(iter(tasks.values()))
+
+
+def caption_records(cfg, names) -> list:
+    """The records of caption splits ``names``, with precomputed features attached when the model reads them."""
+    features = cfg.MODEL.RETRIEVAL.IMAGE_INPUT == "features"
+    records = []
+    for name in names:
+        split = DatasetCatalog.get(name)
+        records.extend(attach_image_features(split, name, cfg.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR) if features else split)
+    return records
+
+
+def _phrase_test_loader(cfg, dataset_name):
+    phrases = None
+    if cfg.TEST.PHRASE_DETECTION.VOCABULARY == "dataset":
+        phrases = test_vocabulary(DatasetCatalog.get(dataset_name))
+    elif cfg.TEST.PHRASE_DETECTION.VOCABULARY != "image":
+        raise ValueError(f"TEST.PHRASE_DETECTION.VOCABULARY must be 'dataset' or 'image', got {cfg.TEST.PHRASE_DETECTION.VOCABULARY!r}")
+    return build_detection_test_loader(cfg, dataset_name, mapper=PhraseDatasetMapper(cfg, is_train=False, test_phrases=phrases))
+
+
+def _caption_test_loader(cfg, dataset_name):
+    return build_detection_test_loader(caption_records(cfg, [dataset_name]), mapper=CaptionDatasetMapper(cfg, is_train=False),
+                                       batch_size=cfg.TEST.RETRIEVAL.IMS_PER_BATCH, num_workers=cfg.DATALOADER.NUM_WORKERS)
+
+
+def _phrase_evaluator(cfg, dataset_name, output_folder, model):
+    d = cfg.TEST.PHRASE_DETECTION
+    return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS,
+                                    bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS)
+
+
+def _retrieval_evaluator(cfg, dataset_name, output_folder, model):
+    t = cfg.TEST.RETRIEVAL
+    scorer = getattr(getattr(model, "module", model), "scorer", None)
+    return RetrievalEvaluator(dataset_name, folds=tuple(t.FOLDS), scorer=scorer, chunk_size=t.CHUNK_SIZE,
+                              output_dir=output_folder, save_embeddings=t.SAVE_EMBEDDINGS)
+
+
+TEST_LOADERS = {EVALUATOR_TYPE: _phrase_test_loader, RETRIEVAL_EVALUATOR_TYPE: _caption_test_loader}
+EVALUATORS = {EVALUATOR_TYPE: _phrase_evaluator, RETRIEVAL_EVALUATOR_TYPE: _retrieval_evaluator}
+
+
+class PhrasedetTrainer(DefaultTrainer):
     def __init__(self, cfg):
         with cpu_safe_ddp():
             super().__init__(cfg)
 
     @classmethod
     def build_train_loader(cls, cfg):
+        if _train_task(cfg) == RETRIEVAL_EVALUATOR_TYPE:
+            # no aspect-ratio grouping: every image of a batch is resized to one square size
+            return build_detection_train_loader(cfg, mapper=CaptionDatasetMapper(cfg, is_train=True),
+                                                dataset=caption_records(cfg, cfg.DATASETS.TRAIN), aspect_ratio_grouping=False)
         return build_detection_train_loader(cfg, mapper=PhraseDatasetMapper(cfg, is_train=True))
 
     @classmethod
     def build_test_loader(cls, cfg, dataset_name):
-        phrases = None
-        if cfg.TEST.PHRASE_DETECTION.VOCABULARY == "dataset":
-            phrases = test_vocabulary(DatasetCatalog.get(dataset_name))
-        elif cfg.TEST.PHRASE_DETECTION.VOCABULARY != "image":
-            raise ValueError(f"TEST.PHRASE_DETECTION.VOCABULARY must be 'dataset' or 'image', got {cfg.TEST.PHRASE_DETECTION.VOCABULARY!r}")
-        return build_detection_test_loader(cfg, dataset_name, mapper=PhraseDatasetMapper(cfg, is_train=False, test_phrases=phrases))
+        return TEST_LOADERS[dataset_task(dataset_name)](cfg, dataset_name)
 
     @classmethod
-    def build_evaluator(cls, cfg, dataset_name, output_folder=None):
-        evaluator_type = MetadataCatalog.get(dataset_name).get("evaluator_type")
-        if evaluator_type != EVALUATOR_TYPE:
-            raise NotImplementedError(f"no evaluator for {dataset_name!r} (evaluator_type {evaluator_type!r})")
+    def build_evaluator(cls, cfg, dataset_name, output_folder=None, model=None):
         output_folder = output_folder or os.path.join(cfg.OUTPUT_DIR, "inference", dataset_name)
-        d = cfg.TEST.PHRASE_DETECTION
-        return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS,
-                                        bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS)
+        return EVALUATORS[dataset_task(dataset_name)](cfg, dataset_name, output_folder, model)
+
+    @classmethod
+    def build_optimizer(cls, cfg, model):
+        return build_optimizer(cfg, model)
+
+    @classmethod
+    def test(cls, cfg, model, evaluators=None):
+        """Detectron2's ``test``, with each split's evaluator built knowing the model (the
+        retrieval evaluator scores with the model's scorer)."""
+        if evaluators is None:
+            evaluators = [cls.build_evaluator(cfg, name, model=model) for name in cfg.DATASETS.TEST]
+        return super().test(cfg, model, evaluators)
+
+    def build_hooks(self):
+        hooks = super().build_hooks()
+        model = getattr(self.model, "module", self.model)
+        start = self.cfg.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS
+        if start > 0 and getattr(model, "uses_pixels", False):
+            hooks.insert(0, BackboneUnfreezeHook(start))
+        loss = self.cfg.MODEL.RETRIEVAL.LOSS
+        if loss.WARMUP_ALL_NEGATIVES_ITERS > 0 and isinstance(getattr(model, "loss", None), RankingLoss):
+            hooks.insert(0, NegativesWarmupHook(loss.WARMUP_ALL_NEGATIVES_ITERS, loss.NEGATIVES))
+        return hooks
+
+
+PhraseTrainer = PhrasedetTrainer
