@@ -13,6 +13,8 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.IMAGE_INPUT = "pixels"
     # Precomputed image features for IMAGE_INPUT "features": <dir>/<dataset name>.npy, one row per image in the split's order (tools/extract_image_features.py writes them).
     _C.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR = ""
+    # A checkpoint whose backbone tensors ("backbone.*", e.g. a Detectron2 detector such as the phrase-detection recipe's stage1_detector, or "image_encoder.backbone.*") initialize the image backbone; "" = none (MODEL.WEIGHTS still loads whole models).
+    _C.MODEL.RETRIEVAL.BACKBONE_WEIGHTS = ""
     # Backbone output pooled into the image vector (e.g. "res5").
     _C.MODEL.RETRIEVAL.BACKBONE_FEATURE = "res5"
     # Global pooling of that map: "avg" (VSE++'s ResNet), "max" or "weldon" (paper 004).
@@ -71,6 +73,8 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.LOSS.MARGIN = 0.2
     # Negatives per positive pair and direction: "all" (sum of hinges, VSE0), "hardest" (max of hinges, VSE++) or "topk" (the TOPK largest hinges, paper 000).
     _C.MODEL.RETRIEVAL.LOSS.NEGATIVES = "hardest"
+    # Iterations at the start that sum the hinges of all negatives before NEGATIVES takes over (paper 002's "curriculum", VSE-infinity's warm-up of the max of hinges); 0 = none.
+    _C.MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS = 0
     # K of NEGATIVES "topk" (paper 000, retrieval: 10).
     _C.MODEL.RETRIEVAL.LOSS.TOPK = 10
     # Scores the hinges compare: "cosine" (VSE++) or "euclidean" (minus the distance of the normalized embeddings, paper 000).

@@ -26,6 +26,7 @@ from torch import nn
 
 from phrasedet.data.image_features import attach_image_features, feature_dim
 
+from ..backbone_weights import load_backbone_weights
 from ..image_encoders import FeatureImageEncoder, PixelImageEncoder
 from ..losses import LogisticPairLoss, RankingLoss
 from ..pooling import build_global_pooling
@@ -73,6 +74,8 @@ def build_image_encoder(cfg) -> nn.Module:
         dim = feature_dim(_feature_file(cfg))
         return FeatureImageEncoder(dim, build_projection(r.IMAGE_PROJECTION, dim, cfg), r.NORMALIZE_POOLED)
     backbone = build_backbone(cfg)
+    if r.BACKBONE_WEIGHTS:
+        load_backbone_weights(backbone, r.BACKBONE_WEIGHTS)
     if r.FREEZE_BACKBONE_ITERS < 0:
         for p in backbone.parameters():
             p.requires_grad_(False)
