@@ -50,3 +50,15 @@ def test_the_comparison_fails_on_an_untied_difference(tool, capsys):
         tool.compare_with_reference(m, m, ours, ref0, (np.zeros(2, bool), np.array([False])))
     with pytest.raises(AssertionError, match="not pessimistic"):  # (b) better than (c) on a tie
         tool.compare_with_reference(m, m, (np.array([1, 2]), np.array([1])), ref0, tied)
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_encoding_section_prints_rates_next_to_the_plain_modules(tool, capsys):
+    import os
+
+    config = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "retrieval", "vsepp.yaml")
+    results = tool.main(["--sections", "encoding", "--config-file", config, "--encode-batch", "2", "--repeat", "1"])["encoding"]
+    out = capsys.readouterr().out
+    assert "== encoding" in out and "plain Detectron2 backbone" in out and "plain torch.nn.GRU, pre-tokenized" in out
+    assert set(results) == {"images", "captions"}
+    assert all(r["per_second"] > 0 and r["baseline_per_second"] > 0 for r in results.values())

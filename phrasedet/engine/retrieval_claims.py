@@ -1,0 +1,141 @@
+"""Do papers 002 and 000's retrieval claims hold on one's own runs? Verdicts from the retrieval
+metrics of several models trained with the same budget and several seeds
+(``tools/compare_retrieval.py``).
+
+Claims, with the papers' numbers for reference (Flickr30K, R@1/5/10 both directions summed):
+
+* 002, max of hinges beats the sum of hinges: VSE++ over VSE0 on rsum (Table 3, ResNet: 363.0 vs
+  324.2, +38.8);
+* 002, most with a fine-tuned image encoder: the gain of VSE++ over VSE0 is larger when the CNN is
+  fine-tuned (Table 3, ResNet FT: 409.8 vs 367.8, +42.0; on COCO 1K +30.5 against +25.1);
+* 000, the embedding network beats the similarity network on retrieval (Table 2: 360.0 vs 170.6;
+  image-to-sentence R@1 43.2 vs 16.6);
+* 000, the neighbourhood term: with neighbourhood sampling, adding the sentence-neighbourhood
+  constraint changes rsum by +4.2 (Table 2b rows 5-6: 355.8 -> 360.0).
+
+A claim holds when the mean difference over the seeds has the paper's sign and at least half of
+the seeds agree; the per-seed differences are part of every verdict.
+"""
+import math
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+__all__ = ["PAPER", "RECALLS", "claim_verdicts", "difference", "format_claims", "format_seed_table", "in_batch_matches", "mean_sd"]
+
+RECALLS = ("i2t_R@1", "i2t_R@5", "i2t_R@10", "t2i_R@1", "t2i_R@5", "t2i_R@10")
+
+# rsum and image-to-sentence R@1 of the papers' rows quoted above (Flickr30K)
+PAPER = {
+    "vse0": {"rsum": 324.2, "i2t_R@1": 36.6}, "vsepp": {"rsum": 363.0, "i2t_R@1": 43.7},
+    "vse0_ft": {"rsum": 367.8, "i2t_R@1": 42.1}, "vsepp_ft": {"rsum": 409.8, "i2t_R@1": 52.9},
+    "two_branch": {"rsum": 360.0, "i2t_R@1": 43.2}, "two_branch_no_nbr": {"rsum": 355.8, "i2t_R@1": 41.6},
+    "similarity_net": {"rsum": 170.6, "i2t_R@1": 16.6},
+}
+
+
+def mean_sd(values: Sequence[float]) -> tuple:
+    """Mean and sample standard deviation (NaN for one value)."""
+    values = [float(v) for v in values]
+    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else math.nan)
+
+
+def difference(runs: Dict[str, List[dict]], a: str, b: str, key: str = "rsum") -> List[float]:
+    """Seed by seed, ``runs[a][s][key] - runs[b][s][key]`` (runs of the same seeds, in order)."""
+    if len(runs[a]) != len(runs[b]):
+        raise ValueError(f"{a} has {len(runs[a])} runs and {b} {len(runs[b])}: compare the same seeds")
+    return [x[key] - y[key] for x, y in zip(runs[a], runs[b])]
+
+
+def _holds(diffs: List[float]) -> bool:
+    return float(np.mean(diffs)) > 0 and sum(d > 0 for d in diffs) * 2 >= len(diffs)
+
+
+def _seeds(diffs: List[float]) -> str:
+    return ", ".join(f"{d:+.1f}" for d in diffs)
+
+
+def _verdict(title: str, paper: str, diffs: List[float], extra: str = "") -> dict:
+    holds = _holds(diffs)
+    won = sum(d > 0 for d in diffs)
+    text = (f"{title}: {'HOLDS' if holds else 'DOES NOT HOLD'} here: mean {np.mean(diffs):+.1f} rsum, "
+            f"{won}/{len(diffs)} seeds ({_seeds(diffs)}){extra}; paper {paper}.")
+    return {"claim": title, "holds": holds, "mean": float(np.mean(diffs)), "per_seed": diffs, "text": text}
+
+
+def claim_verdicts(runs: Dict[str, List[dict]]) -> List[dict]:
+    """The verdicts of the claims whose runs are present.
+
+    Args:
+        runs: model name (``vse0``, ``vsepp``, ``vse0_ft``, ``vsepp_ft``, ``two_branch``,
+            ``two_branch_no_nbr``, ``similarity_net``) -> one retrieval-metrics dict per seed.
+    """
+    out = []
+    if {"vse0", "vsepp"} <= set(runs):
+        frozen = difference(runs, "vsepp", "vse0")
+        out.append(_verdict("002: max of hinges (VSE++) beats the sum of hinges (VSE0), frozen CNN",
+                            "+38.8 (Flickr30K, ResNet)", frozen))
+        if {"vse0_ft", "vsepp_ft"} <= set(runs):
+            tuned = difference(runs, "vsepp_ft", "vse0_ft")
+            out.append(_verdict("002: max of hinges beats the sum of hinges, fine-tuned CNN", "+42.0 (Flickr30K, ResNet FT)", tuned))
+            gap = [t - f for t, f in zip(tuned, frozen)]
+            out.append(_verdict("002: the gain of max over sum is larger with a fine-tuned CNN", "+3.2 (Flickr30K), +5.4 (COCO 1K)", gap,
+                                f" (gain fine-tuned {np.mean(tuned):+.1f}, frozen {np.mean(frozen):+.1f})"))
+    if {"two_branch", "similarity_net"} <= set(runs):
+        r1 = difference(runs, "two_branch", "similarity_net", "i2t_R@1")
+        out.append(_verdict("000: the embedding network beats the similarity network", "+189.4 (360.0 vs 170.6; I->S R@1 43.2 vs 16.6)",
+                            difference(runs, "two_branch", "similarity_net"), f"; image->text R@1 {np.mean(r1):+.1f}"))
+    if {"two_branch", "two_branch_no_nbr"} <= set(runs):
+        out.append(_verdict("000: the sentence-neighbourhood term improves retrieval", "+4.2 (355.8 -> 360.0)",
+                            difference(runs, "two_branch", "two_branch_no_nbr")))
+    return out
+
+
+def format_claims(verdicts: List[dict]) -> str:
+    return "\n".join(v["text"] for v in verdicts)
+
+
+def _cell(values: Sequence[float]) -> str:
+    mean, sd = mean_sd(values)
+    return f"{mean:.1f}" if math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
+
+
+def format_seed_table(runs: Dict[str, List[dict]], minutes: Dict[str, float]) -> str:
+    """Markdown table: each model's recalls and rsum as mean ± sample standard deviation over the
+    seeds, the paper's rsum and the mean wall time of one run."""
+    head = ["model"] + [k.replace("_", " ") for k in RECALLS] + ["rsum", "paper rsum", "minutes per run"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, metrics in runs.items():
+        cells = [_cell([m[k] for m in metrics]) for k in RECALLS + ("rsum",)]
+        paper = PAPER.get(name, {}).get("rsum")
+        cells += [f"{paper:.1f}" if paper else "-", f"{minutes.get(name, math.nan):.1f}"]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def in_batch_matches(records: Sequence[dict], batch_size: int) -> dict:
+    """How ambiguous captions are for in-batch negatives, from phrase-grounding records (Flickr30K
+    Entities format: ``annotations`` with ``phrase`` and ``caption_index``).
+
+    A caption "matches" another image when that image carries every phrase the caption names (in
+    any of its captions). For each caption with at least one phrase, the share q of the other
+    images it matches gives, for a batch of ``batch_size`` images drawn uniformly, the expected
+    number of matching negatives (batch_size - 1) q and the chance of at least one, 1 - (1 - q)^(batch_size - 1).
+
+    Returns:
+        {"captions": number of captions counted, "expected": mean expected count,
+         "at_least_one": mean chance of at least one}
+    """
+    phrases = [{a["phrase"] for a in r.get("annotations", ())} for r in records]
+    shares = []
+    for i, r in enumerate(records):
+        for k in range(len(r.get("captions", ()))):
+            named = {a["phrase"] for a in r.get("annotations", ()) if a["caption_index"] == k}
+            if named:
+                matches = sum(1 for j, p in enumerate(phrases) if j != i and named <= p)
+                shares.append(matches / max(len(records) - 1, 1))
+    q = np.asarray(shares, dtype=np.float64)
+    if q.size == 0:
+        return {"captions": 0, "expected": math.nan, "at_least_one": math.nan}
+    return {"captions": int(q.size), "expected": float(((batch_size - 1) * q).mean()),
+            "at_least_one": float((1 - (1 - q) ** (batch_size - 1)).mean())}

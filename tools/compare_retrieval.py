@@ -1,0 +1,184 @@
+#!/usr/bin/env python
+"""Papers 002 and 000's retrieval claims on the built-in dataset, in one command:
+
+    python tools/compare_retrieval.py [--output-root output/retrieval_compare] [--seeds 0 1 2]
+        [--backbone-weights PATH | none] [--resume] [--models vse0 vsepp ...] [KEY VALUE ...]
+
+Every model of ``configs/retrieval/`` is trained with the same budget (``Base-Retrieval.yaml``)
+for each seed, then the table (mean ± standard deviation over the seeds) and one verdict per claim
+are printed (``phrasedet/engine/retrieval_claims.py``) and written to ``<output-root>/comparison.json``.
+
+1. The image CNN, the built-in stand-in for ImageNet weights (none can be downloaded here), is the
+   ResNet-18 of a phrase-aware detector trained on the training images' phrase boxes:
+   ``--backbone-weights`` (default: the main job's ``output/cite_cca/stage1_detector/model_final.pth``
+   when it exists, else ``configs/qa_rcnn.yaml`` is trained into ``<output-root>/detector``, the
+   same detector); ``none`` keeps the CNN's random initialization.
+2. Its pooled features of every image are computed once (``tools/extract_image_features.py``);
+   the frozen-CNN models train on them (VSE++'s "1C" setting): vse0, vsepp, two_branch,
+   two_branch_no_nbr, similarity_net.
+3. The fine-tuned rows (vse0_ft, vsepp_ft) continue each frozen VSE0 / VSE++ model on pixels with
+   the whole CNN trained (VSE++: 15 more epochs at 2e-5 after 30 with a fixed CNN);
+   ``configs/retrieval/vsepp_ft.yaml`` is the same schedule in one run.
+
+``--resume`` reuses every run whose ``results.json`` exists. Extra ``KEY VALUE`` pairs go to every run.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, ROOT)
+
+from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table, in_batch_matches  # noqa: E402
+
+FROZEN = ["vse0", "vsepp", "two_branch", "two_branch_no_nbr", "similarity_net"]
+TUNED = {"vse0_ft": "vse0", "vsepp_ft": "vsepp"}
+MAIN_JOB_DETECTOR = os.path.join(ROOT, "output", "cite_cca", "stage1_detector", "model_final.pth")
+
+
+def _python(tool, *args, log=None):
+    cmd = [sys.executable, os.path.join(ROOT, "tools", tool), *map(str, args)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    if log:
+        with open(log, "w") as f:
+            f.write(proc.stdout + proc.stderr)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def _config(name):
+    return os.path.join(ROOT, "configs", "retrieval", f"{name}.yaml")
+
+
+def backbone_weights(arg, root, resume, opts):
+    """The detector checkpoint whose backbone is the pretrained CNN ('' = random initialization)."""
+    if arg == "none":
+        return ""
+    if arg:
+        return arg
+    if os.path.isfile(MAIN_JOB_DETECTOR):
+        return MAIN_JOB_DETECTOR
+    out = os.path.join(root, "detector")
+    path = os.path.join(out, "model_final.pth")
+    if not (resume and os.path.isfile(path)):
+        print(f"training the phrase-aware detector whose CNN the retrieval models start from ({out}) ...", flush=True)
+        _python("train_net.py", "--config-file", os.path.join(ROOT, "configs", "qa_rcnn.yaml"), "OUTPUT_DIR", out, "DATASETS.TEST", "()")
+    return path
+
+
+def extract_features(root, weights, resume, opts):
+    out = os.path.join(root, "features")
+    if not (resume and os.path.isfile(os.path.join(out, "extractor.pth"))):
+        _python("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out,
+                "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
+    return out
+
+
+def train(name, config, out, resume, opts):
+    """One train_net run (skipped when resuming and finished); returns (retrieval metrics, minutes)."""
+    results = os.path.join(out, "results.json")
+    minutes = float("nan")
+    if not (resume and os.path.isfile(results)):
+        os.makedirs(out, exist_ok=True)
+        minutes = _python("train_net.py", "--config-file", _config(config), "OUTPUT_DIR", out, *opts,
+                          log=os.path.join(out, "train_net.log")) / 60
+        print(f"  {name}: {minutes:.1f} min", flush=True)
+    with open(results) as f:
+        return json.load(f)["results"]["retrieval"], minutes
+
+
+def run_seed(seed, models, root, features, weights, resume, opts):
+    """Every model for one seed: {name: (metrics, minutes)}."""
+    base = os.path.join(root, f"seed{seed}")
+    seed_opts = ["SEED", seed, *opts]
+    done = {}
+    for name in (m for m in models if m in FROZEN):
+        done[name] = train(name, name, os.path.join(base, name), resume,
+                           ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features, *seed_opts])
+    for name in (m for m in models if m in TUNED):
+        frozen = os.path.join(base, TUNED[name], "model_final.pth")
+        if not os.path.isfile(frozen):
+            raise FileNotFoundError(f"{name} continues {TUNED[name]}: train it first (list it in --models)")
+        done[name] = train(name, f"{TUNED[name]}_ft", os.path.join(base, name), resume,
+                           ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights,
+                            "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, "SOLVER.STEPS", "()", *seed_opts, *ft_schedule()])
+    return done
+
+
+def ft_schedule():
+    """The fine-tuning stage of ``<model>_ft.yaml`` on its own: its iterations after unfreezing, at
+    the learning rate the one-run schedule has then."""
+    from detectron2.config import get_cfg
+
+    from phrasedet.config import add_phrasedet_config
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(_config("vsepp_ft"))
+    start = cfg.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS
+    lr = cfg.SOLVER.BASE_LR * cfg.SOLVER.GAMMA ** sum(s <= start for s in cfg.SOLVER.STEPS)
+    return ["SOLVER.MAX_ITER", cfg.SOLVER.MAX_ITER - start, "SOLVER.BASE_LR", lr]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--output-root", default=os.path.join(ROOT, "output", "retrieval_compare"))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--models", nargs="+", default=FROZEN + list(TUNED), choices=FROZEN + list(TUNED))
+    p.add_argument("--backbone-weights", default="", help="a detector checkpoint, or 'none' for a random CNN")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
+    args = p.parse_args(argv)
+    start = time.perf_counter()
+    weights = backbone_weights(args.backbone_weights, args.output_root, args.resume, args.opts)
+    print(f"image CNN: {weights or 'random initialization'}", flush=True)
+    features = extract_features(args.output_root, weights, args.resume, args.opts)
+    runs, minutes = {m: [] for m in args.models}, {m: [] for m in args.models}
+    for seed in args.seeds:
+        print(f"seed {seed}", flush=True)
+        for name, (metrics, spent) in run_seed(seed, args.models, args.output_root, features, weights, args.resume, args.opts).items():
+            runs[name].append(metrics)
+            minutes[name].append(spent)
+    mean_minutes = {m: sum(v) / len(v) for m, v in minutes.items()}
+    verdicts = claim_verdicts(runs)
+    print(f"\nBuilt-in test split (150 images, 750 captions), seeds {', '.join(map(str, args.seeds))}; "
+          f"{(time.perf_counter() - start) / 60:.1f} min in all\n")
+    print(format_seed_table(runs, mean_minutes))
+    print()
+    print(format_claims(verdicts))
+    ambiguity = caption_ambiguity(args.opts)
+    with open(os.path.join(args.output_root, "comparison.json"), "w") as f:
+        json.dump({"seeds": args.seeds, "backbone_weights": weights, "runs": runs, "minutes": mean_minutes,
+                   "verdicts": verdicts, "caption_ambiguity": ambiguity}, f, indent=1)
+
+
+def caption_ambiguity(opts):
+    """How often an in-batch negative carries every phrase of a caption (a likely false negative),
+    on the training split and at the training batch size, from the built-in phrase annotations."""
+    from detectron2.config import get_cfg
+    from detectron2.data import DatasetCatalog
+
+    import phrasedet  # noqa: F401  (registers the datasets)
+    from phrasedet.config import add_phrasedet_config
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(_config("vsepp"))
+    cfg.merge_from_list(list(opts))
+    name = cfg.DATASETS.TRAIN[0].replace("_captions_", "_entities_")
+    if name not in DatasetCatalog.list():
+        return None
+    out = in_batch_matches(DatasetCatalog.get(name), cfg.SOLVER.IMS_PER_BATCH)
+    print(f"\nCaption ambiguity ({name}, batches of {cfg.SOLVER.IMS_PER_BATCH} images): a caption has on average "
+          f"{out['expected']:.1f} other images in its batch that carry every phrase it names; "
+          f"{100 * out['at_least_one']:.0f} % of captions have at least one.")
+    return out
+
+
+if __name__ == "__main__":
+    main()
