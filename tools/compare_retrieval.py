@@ -92,8 +92,8 @@ def train(name, config, out, resume, opts):
         return json.load(f)["results"]["retrieval"], minutes
 
 
-def run_seed(seed, models, root, features, weights, resume, opts):
-    """Every model for one seed: {name: (metrics, minutes)}."""
+def run_seed(seed, models, root, features, weights, resume, opts, finetune):
+    """Every model for one seed: {name: (metrics, minutes)}; ``finetune`` = (iterations, lr)."""
     base = os.path.join(root, f"seed{seed}")
     seed_opts = ["SEED", seed, *opts]
     done = {}
@@ -106,13 +106,14 @@ def run_seed(seed, models, root, features, weights, resume, opts):
             raise FileNotFoundError(f"{name} continues {TUNED[name]}: train it first (list it in --models)")
         done[name] = train(name, f"{TUNED[name]}_ft", os.path.join(base, name), resume,
                            ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights,
-                            "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, "SOLVER.STEPS", "()", *seed_opts, *ft_schedule()])
+                            "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, "SOLVER.STEPS", "()", *seed_opts,
+                            "SOLVER.MAX_ITER", finetune[0], "SOLVER.BASE_LR", finetune[1]])
     return done
 
 
 def ft_schedule():
-    """The fine-tuning stage of ``<model>_ft.yaml`` on its own: its iterations after unfreezing, at
-    the learning rate the one-run schedule has then."""
+    """``(iterations, learning rate)`` of the fine-tuning part of ``vsepp_ft.yaml``: its iterations
+    after unfreezing, at the learning rate its one-run schedule has then."""
     from detectron2.config import get_cfg
 
     from phrasedet.config import add_phrasedet_config
@@ -121,8 +122,7 @@ def ft_schedule():
     add_phrasedet_config(cfg)
     cfg.merge_from_file(_config("vsepp_ft"))
     start = cfg.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS
-    lr = cfg.SOLVER.BASE_LR * cfg.SOLVER.GAMMA ** sum(s <= start for s in cfg.SOLVER.STEPS)
-    return ["SOLVER.MAX_ITER", cfg.SOLVER.MAX_ITER - start, "SOLVER.BASE_LR", lr]
+    return cfg.SOLVER.MAX_ITER - start, cfg.SOLVER.BASE_LR * cfg.SOLVER.GAMMA ** sum(s <= start for s in cfg.SOLVER.STEPS)
 
 
 def main(argv=None):
@@ -131,17 +131,22 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--models", nargs="+", default=FROZEN + list(TUNED), choices=FROZEN + list(TUNED))
     p.add_argument("--backbone-weights", default="", help="a detector checkpoint, or 'none' for a random CNN")
+    p.add_argument("--finetune-iters", type=int, default=None,
+                   help="iterations of the fine-tuned rows (default: vsepp_ft.yaml's, after unfreezing)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
     start = time.perf_counter()
+    iters, lr = ft_schedule()
+    finetune = (iters if args.finetune_iters is None else args.finetune_iters, lr)
     weights = backbone_weights(args.backbone_weights, args.output_root, args.resume, args.opts)
     print(f"image CNN: {weights or 'random initialization'}", flush=True)
     features = extract_features(args.output_root, weights, args.resume, args.opts)
     runs, minutes = {m: [] for m in args.models}, {m: [] for m in args.models}
     for seed in args.seeds:
         print(f"seed {seed}", flush=True)
-        for name, (metrics, spent) in run_seed(seed, args.models, args.output_root, features, weights, args.resume, args.opts).items():
+        for name, (metrics, spent) in run_seed(seed, args.models, args.output_root, features, weights, args.resume, args.opts,
+                                                  finetune).items():
             runs[name].append(metrics)
             minutes[name].append(spent)
     mean_minutes = {m: sum(v) / len(v) for m, v in minutes.items()}
