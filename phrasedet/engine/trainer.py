@@ -16,8 +16,11 @@ It also trains on several CPU processes with gloo, builds the optimizer of
 import logging
 import os
 
+import torch.distributed as dist
+
 from detectron2.data import DatasetCatalog, MetadataCatalog, build_detection_test_loader, build_detection_train_loader
 from detectron2.engine import DefaultTrainer
+from detectron2.utils import comm
 
 from phrasedet.data import CaptionDatasetMapper, PhraseDatasetMapper, attach_image_features
 from phrasedet.data.datasets import EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
@@ -28,7 +31,7 @@ from .ddp import cpu_safe_ddp
 from .hooks import BackboneUnfreezeHook, NegativesWarmupHook
 from .optimizer import build_optimizer
 
-__all__ = ["PhrasedetTrainer", "PhraseTrainer", "dataset_task"]
+__all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "dataset_task"]
 
 logger = logging.getLogger("phrasedet.engine")
 TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE)
@@ -90,6 +93,20 @@ TEST_LOADERS = {EVALUATOR_TYPE: _phrase_test_loader, RETRIEVAL_EVALUATOR_TYPE: _
 EVALUATORS = {EVALUATOR_TYPE: _phrase_evaluator, RETRIEVAL_EVALUATOR_TYPE: _retrieval_evaluator}
 
 
+def broadcast_buffers(model) -> None:
+    """Copy the main process's buffers (BatchNorm statistics) to every process.
+
+    Detectron2 trains with ``broadcast_buffers=False``, so each process's BatchNorm layers keep
+    running statistics of their own data, and only the main process's go into the checkpoint.
+    Evaluating every shard with the main process's makes the in-training numbers those of the
+    saved model (``--eval-only`` of ``model_final.pth``), whatever the number of processes.
+    """
+    if comm.get_world_size() <= 1:
+        return
+    for buffer in getattr(model, "module", model).buffers():
+        dist.broadcast(buffer.data, src=0)
+
+
 class PhrasedetTrainer(DefaultTrainer):
     def __init__(self, cfg):
         with cpu_safe_ddp():
@@ -119,9 +136,11 @@ class PhrasedetTrainer(DefaultTrainer):
     @classmethod
     def test(cls, cfg, model, evaluators=None):
         """Detectron2's ``test``, with each split's evaluator built knowing the model (the
-        retrieval evaluator scores with the model's scorer)."""
+        retrieval evaluator scores with the model's scorer), and every process evaluating with the
+        main process's buffers (:func:`broadcast_buffers`)."""
         if evaluators is None:
             evaluators = [cls.build_evaluator(cfg, name, model=model) for name in cfg.DATASETS.TEST]
+        broadcast_buffers(model)
         return super().test(cfg, model, evaluators)
 
     def build_hooks(self):
