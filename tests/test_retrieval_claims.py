@@ -80,3 +80,10 @@ def test_in_batch_matches_by_hand():
     assert out["captions"] == 4
     assert out["expected"] == pytest.approx(2 * (1 / 3 + 0 + 0 + 1 / 3) / 4)
     assert out["at_least_one"] == pytest.approx(2 * (1 - (2 / 3) ** 2) / 4)
+
+
+def test_a_larger_gain_needs_a_gain():
+    runs = _runs(vse0=[100, 100], vsepp=[50, 50], vse0_ft=[100, 100], vsepp_ft=[60, 70])
+    gain = _by_claim(claim_verdicts(runs))["002: the gain of max over sum is larger with a fine-tuned CNN"]
+    assert gain["per_seed"] == [10, 20] and not gain["holds"]
+    assert "there is no gain to compare" in gain["text"] and "gain fine-tuned -35.0, frozen -50.0" in gain["text"]

@@ -15,7 +15,7 @@ are printed (``phrasedet/engine/retrieval_claims.py``) and written to ``<output-
    same detector); ``none`` keeps the CNN's random initialization.
 2. Its pooled features of every image are computed once (``tools/extract_image_features.py``);
    the frozen-CNN models train on them (VSE++'s "1C" setting): vse0, vsepp, two_branch,
-   two_branch_no_nbr, similarity_net.
+   two_branch_no_nbr, similarity_net; "untrained" is VSE0's model evaluated as initialized (chance).
 3. The fine-tuned rows (vse0_ft, vsepp_ft) continue each frozen VSE0 / VSE++ model on pixels with
    the whole CNN trained (VSE++: 15 more epochs at 2e-5 after 30 with a fixed CNN);
    ``configs/retrieval/vsepp_ft.yaml`` is the same schedule in one run.
@@ -79,17 +79,21 @@ def extract_features(root, weights, resume, opts):
     return out
 
 
-def train(name, config, out, resume, opts):
-    """One train_net run (skipped when resuming and finished); returns (retrieval metrics, minutes)."""
-    results = os.path.join(out, "results.json")
-    minutes = float("nan")
+def train(name, config, out, resume, opts, flags=()):
+    """One train_net run (skipped when resuming and finished); returns (retrieval metrics, minutes
+    of the run, kept in ``wall_time.json`` for ``--resume``)."""
+    results, timing = os.path.join(out, "results.json"), os.path.join(out, "wall_time.json")
     if not (resume and os.path.isfile(results)):
         os.makedirs(out, exist_ok=True)
-        minutes = _python("train_net.py", "--config-file", _config(config), "OUTPUT_DIR", out, *opts,
+        minutes = _python("train_net.py", "--config-file", _config(config), *flags, "OUTPUT_DIR", out, *opts,
                           log=os.path.join(out, "train_net.log")) / 60
+        with open(timing, "w") as f:
+            json.dump({"minutes": minutes}, f)
         print(f"  {name}: {minutes:.1f} min", flush=True)
     with open(results) as f:
-        return json.load(f)["results"]["retrieval"], minutes
+        metrics = json.load(f)["results"]["retrieval"]
+    with open(timing) as f:
+        return metrics, json.load(f)["minutes"]
 
 
 def run_seed(seed, models, root, features, weights, resume, opts, finetune):
@@ -97,9 +101,12 @@ def run_seed(seed, models, root, features, weights, resume, opts, finetune):
     base = os.path.join(root, f"seed{seed}")
     seed_opts = ["SEED", seed, *opts]
     done = {}
+    on_features = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features]
+    if "untrained" in models:  # the chance level: VSE0's model as initialized, evaluated
+        done["untrained"] = train("untrained", "vse0", os.path.join(base, "untrained"), resume, [*on_features, *seed_opts],
+                                  flags=["--eval-only"])
     for name in (m for m in models if m in FROZEN):
-        done[name] = train(name, name, os.path.join(base, name), resume,
-                           ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features, *seed_opts])
+        done[name] = train(name, name, os.path.join(base, name), resume, [*on_features, *seed_opts])
     for name in (m for m in models if m in TUNED):
         frozen = os.path.join(base, TUNED[name], "model_final.pth")
         if not os.path.isfile(frozen):
@@ -129,7 +136,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output-root", default=os.path.join(ROOT, "output", "retrieval_compare"))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--models", nargs="+", default=FROZEN + list(TUNED), choices=FROZEN + list(TUNED))
+    p.add_argument("--models", nargs="+", default=["untrained"] + FROZEN + list(TUNED), choices=["untrained"] + FROZEN + list(TUNED))
     p.add_argument("--backbone-weights", default="", help="a detector checkpoint, or 'none' for a random CNN")
     p.add_argument("--finetune-iters", type=int, default=None,
                    help="iterations of the fine-tuned rows (default: vsepp_ft.yaml's, after unfreezing)")

@@ -66,6 +66,7 @@ def run(args):
         DetectionCheckpointer(model, save_dir=cfg.OUTPUT_DIR).resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
         results = PhrasedetTrainer.test(cfg, model)
         visualize(cfg, model)
+        write_results(cfg, results, cfg.MODEL.WEIGHTS)
         return results
     if recipe:
         model, results = run_recipe(cfg, resume=args.resume)
@@ -81,7 +82,7 @@ def run(args):
 
 
 def write_results(cfg, results, final_model):
-    """``<OUTPUT_DIR>/results.json``: the final evaluation and the final model's path (main
+    """``<OUTPUT_DIR>/results.json``: the final evaluation and the evaluated model's path (main
     process), as the recipe writes it, for tools that compare runs."""
     if comm.is_main_process() and results:
         with open(os.path.join(cfg.OUTPUT_DIR, "results.json"), "w") as f:
