@@ -106,7 +106,7 @@ def test_features_path_equals_the_pixel_path(model, tmp_path):
         build_model(feat_cfg)
     feat_cfg.DATASETS.TRAIN = cfg.DATASETS.TEST  # only the test split was extracted
     feat_model = build_model(feat_cfg).eval()
-    assert isinstance(feat_model.image_encoder, FeatureImageEncoder) and feat_model.image_encoder.pooled_dim == 512
+    assert isinstance(feat_model.image_encoder, FeatureImageEncoder) and feat_model.image_encoder.pooled_dim == 256  # ResNet-18 res4 width
     state = {k: v for k, v in model.state_dict().items() if not k.startswith(("image_encoder.backbone.", "sentence_encoder."))}
     feat_model.load_state_dict(state, strict=False)
     name = cfg.DATASETS.TEST[0]
@@ -136,7 +136,7 @@ def test_paper_000_models_build(builtin_root):
 @pytest.mark.parametrize("opts, message", [
     (["MODEL.RETRIEVAL.SCORE", "similarity_network"], "goes with LOSS.TYPE 'logistic'"),
     (["MODEL.RETRIEVAL.IMAGE_INPUT", "video"], "IMAGE_INPUT must be one of"),
-    (["MODEL.RETRIEVAL.BACKBONE_FEATURE", "res4"], "is not a backbone output"),
+    (["MODEL.RETRIEVAL.BACKBONE_FEATURE", "res5"], "is not a backbone output"),
     (["MODEL.RETRIEVAL.POOLING", "gem"], "pooling must be one of"),
     (["MODEL.RETRIEVAL.IMAGE_PROJECTION", "mlp"], "projection must be one of"),
 ])
