@@ -25,7 +25,6 @@ are printed (``phrasedet/engine/retrieval_claims.py``) and written to ``<output-
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -33,67 +32,28 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table, in_batch_matches  # noqa: E402
+from phrasedet.engine.runs import detector_checkpoint, run_tool, train_run  # noqa: E402
 
 FROZEN = ["vse0", "vsepp", "two_branch", "two_branch_no_nbr", "similarity_net"]
 TUNED = {"vse0_ft": "vse0", "vsepp_ft": "vsepp"}
-MAIN_JOB_DETECTOR = os.path.join(ROOT, "output", "cite_cca", "stage1_detector", "model_final.pth")
-
-
-def _python(tool, *args, log=None):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", tool), *map(str, args)]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-    if log:
-        with open(log, "w") as f:
-            f.write(proc.stdout + proc.stderr)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    return time.perf_counter() - start
 
 
 def _config(name):
     return os.path.join(ROOT, "configs", "retrieval", f"{name}.yaml")
 
 
-def backbone_weights(arg, root, resume, opts):
-    """The detector checkpoint whose backbone is the pretrained CNN ('' = random initialization)."""
-    if arg == "none":
-        return ""
-    if arg:
-        return arg
-    if os.path.isfile(MAIN_JOB_DETECTOR):
-        return MAIN_JOB_DETECTOR
-    out = os.path.join(root, "detector")
-    path = os.path.join(out, "model_final.pth")
-    if not (resume and os.path.isfile(path)):
-        print(f"training the phrase-aware detector whose CNN the retrieval models start from ({out}) ...", flush=True)
-        _python("train_net.py", "--config-file", os.path.join(ROOT, "configs", "qa_rcnn.yaml"), "OUTPUT_DIR", out, "DATASETS.TEST", "()")
-    return path
-
-
 def extract_features(root, weights, resume, opts):
     out = os.path.join(root, "features")
     if not (resume and os.path.isfile(os.path.join(out, "extractor.pth"))):
-        _python("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out,
+        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out,
                 "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
     return out
 
 
 def train(name, config, out, resume, opts, flags=()):
-    """One train_net run (skipped when resuming and finished); returns (retrieval metrics, minutes
-    of the run, kept in ``wall_time.json`` for ``--resume``)."""
-    results, timing = os.path.join(out, "results.json"), os.path.join(out, "wall_time.json")
-    if not (resume and os.path.isfile(results)):
-        os.makedirs(out, exist_ok=True)
-        minutes = _python("train_net.py", "--config-file", _config(config), *flags, "OUTPUT_DIR", out, *opts,
-                          log=os.path.join(out, "train_net.log")) / 60
-        with open(timing, "w") as f:
-            json.dump({"minutes": minutes}, f)
-        print(f"  {name}: {minutes:.1f} min", flush=True)
-    with open(results) as f:
-        metrics = json.load(f)["results"]["retrieval"]
-    with open(timing) as f:
-        return metrics, json.load(f)["minutes"]
+    """One train_net run of ``configs/retrieval/<config>.yaml``: (retrieval metrics, minutes)."""
+    results, minutes = train_run(name, _config(config), out, resume, opts, flags)
+    return results["retrieval"], minutes
 
 
 def run_seed(seed, models, root, features, weights, resume, opts, finetune):
@@ -146,7 +106,7 @@ def main(argv=None):
     start = time.perf_counter()
     iters, lr = ft_schedule()
     finetune = (iters if args.finetune_iters is None else args.finetune_iters, lr)
-    weights = backbone_weights(args.backbone_weights, args.output_root, args.resume, args.opts)
+    weights = detector_checkpoint(args.backbone_weights, args.output_root, args.resume)
     print(f"image CNN: {weights or 'random initialization'}", flush=True)
     features = extract_features(args.output_root, weights, args.resume, args.opts)
     runs, minutes = {m: [] for m in args.models}, {m: [] for m in args.models}

@@ -14,12 +14,14 @@ Claims, with the papers' numbers for reference (Flickr30K, R@1/5/10 both directi
   constraint changes rsum by +4.2 (Table 2b rows 5-6: 355.8 -> 360.0).
 
 A claim holds when the mean difference over the seeds has the paper's sign and at least half of
-the seeds agree; the per-seed differences are part of every verdict.
+the seeds agree (:mod:`.claims`); the per-seed differences are part of every verdict.
 """
 import math
 from typing import Dict, List, Sequence
 
 import numpy as np
+
+from .claims import cell, difference as _difference, holds, mean_sd, verdict
 
 __all__ = ["PAPER", "RECALLS", "claim_verdicts", "difference", "format_claims", "format_seed_table", "in_batch_matches", "mean_sd"]
 
@@ -34,33 +36,13 @@ PAPER = {
 }
 
 
-def mean_sd(values: Sequence[float]) -> tuple:
-    """Mean and sample standard deviation (NaN for one value)."""
-    values = [float(v) for v in values]
-    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else math.nan)
-
-
 def difference(runs: Dict[str, List[dict]], a: str, b: str, key: str = "rsum") -> List[float]:
-    """Seed by seed, ``runs[a][s][key] - runs[b][s][key]`` (runs of the same seeds, in order)."""
-    if len(runs[a]) != len(runs[b]):
-        raise ValueError(f"{a} has {len(runs[a])} runs and {b} {len(runs[b])}: compare the same seeds")
-    return [x[key] - y[key] for x, y in zip(runs[a], runs[b])]
-
-
-def _holds(diffs: List[float]) -> bool:
-    return float(np.mean(diffs)) > 0 and sum(d > 0 for d in diffs) * 2 >= len(diffs)
-
-
-def _seeds(diffs: List[float]) -> str:
-    return ", ".join(f"{d:+.1f}" for d in diffs)
+    """Seed by seed, ``runs[a][s][key] - runs[b][s][key]``."""
+    return _difference(runs, a, b, key)
 
 
 def _verdict(title: str, paper: str, diffs: List[float], extra: str = "") -> dict:
-    holds = _holds(diffs)
-    won = sum(d > 0 for d in diffs)
-    text = (f"{title}: {'HOLDS' if holds else 'DOES NOT HOLD'} here: mean {np.mean(diffs):+.1f} rsum, "
-            f"{won}/{len(diffs)} seeds ({_seeds(diffs)}){extra}; paper {paper}.")
-    return {"claim": title, "holds": holds, "mean": float(np.mean(diffs)), "per_seed": diffs, "text": text}
+    return verdict(title, paper, diffs, "rsum", extra)
 
 
 def _gain_verdict(tuned: List[float], frozen: List[float], gap: List[float]) -> dict:
@@ -69,7 +51,7 @@ def _gain_verdict(tuned: List[float], frozen: List[float], gap: List[float]) -> 
     title = "002: the gain of max over sum is larger with a fine-tuned CNN"
     extra = f" (gain fine-tuned {np.mean(tuned):+.1f}, frozen {np.mean(frozen):+.1f})"
     verdict = _verdict(title, "+3.2 (Flickr30K), +5.4 (COCO 1K)", gap, extra)
-    if not _holds(tuned):
+    if not holds(tuned):
         verdict["holds"] = False
         verdict["text"] = (f"{title}: DOES NOT HOLD here: there is no gain to compare, max of hinges loses to the sum "
                            f"with the fine-tuned CNN{extra}; paper +3.2 (Flickr30K), +5.4 (COCO 1K).")
@@ -107,18 +89,13 @@ def format_claims(verdicts: List[dict]) -> str:
     return "\n".join(v["text"] for v in verdicts)
 
 
-def _cell(values: Sequence[float]) -> str:
-    mean, sd = mean_sd(values)
-    return f"{mean:.1f}" if math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
-
-
 def format_seed_table(runs: Dict[str, List[dict]], minutes: Dict[str, float]) -> str:
     """Markdown table: each model's recalls and rsum as mean ± sample standard deviation over the
     seeds, the paper's rsum and the mean wall time of one run."""
     head = ["model"] + [k.replace("_", " ") for k in RECALLS] + ["rsum", "paper rsum", "minutes per run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, metrics in runs.items():
-        cells = [_cell([m[k] for m in metrics]) for k in RECALLS + ("rsum",)]
+        cells = [cell([m[k] for m in metrics]) for k in RECALLS + ("rsum",)]
         paper = PAPER.get(name, {}).get("rsum")
         cells += [f"{paper:.1f}" if paper else "-", f"{minutes.get(name, math.nan):.1f}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")

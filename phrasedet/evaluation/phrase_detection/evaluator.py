@@ -16,6 +16,7 @@ from .detections import PhraseColumns, PhraseDetections
 from .phrase_detection_ap import MODES, evaluate_phrase_detection
 from .predictions import PredictionWriter
 from .report import format_results_table
+from ..distributed import DistributedEvaluatorMixin
 
 __all__ = ["PhraseDetectionEvaluator"]
 
@@ -31,7 +32,7 @@ def _numpy(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 
 
-class PhraseDetectionEvaluator(DatasetEvaluator):
+class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
     """Phrase detection mAP (zero/few/common-shot buckets) and localization accuracy.
 
     Each model output is ``{"phrases": list[str] (P), "scores": [P, K], "boxes": [P, K, 4]}``
@@ -88,14 +89,6 @@ class PhraseDetectionEvaluator(DatasetEvaluator):
     def _part_path(self, rank: int) -> str:
         return os.path.join(self._output_dir, f"{PREDICTIONS_FILE}.part{rank}")
 
-    def _output_path(self, name: str) -> str:
-        """``<output_dir>/<name>``; without gathering, a process other than the only one adds
-        ``.rank<r>`` (each process evaluates its own images)."""
-        if not self._gathers() and comm.get_world_size() > 1:
-            stem, ext = os.path.splitext(name)
-            name = f"{stem}.rank{comm.get_rank()}{ext}"
-        return os.path.join(self._output_dir, name)
-
     def reset(self):
         self._dets = None
         self._columns = (None, None)
@@ -136,9 +129,6 @@ class PhraseDetectionEvaluator(DatasetEvaluator):
                 self._writer.write(image_id, phrases, scores, boxes)
 
     # ------------------------------------------------------------------ gathering
-    def _gathers(self) -> bool:
-        return self._distributed and comm.get_world_size() > 1
-
     def _gather(self) -> None:
         """Move the detections of every process into the main process' matrix, in rounds of at
         most ``_GATHER_BYTES`` per process."""

@@ -13,6 +13,7 @@ from .files import EMBEDDINGS_FILE, SCORES_FILE, ScoresWriter, save_embeddings
 from .protocols import check_folds, evaluate_retrieval
 from .report import format_retrieval_table
 from .scorers import DotProductScorer, paired_scores
+from ..distributed import DistributedEvaluatorMixin
 
 __all__ = ["RetrievalEvaluator"]
 
@@ -25,7 +26,7 @@ def _float32(x, image_id: str, key: str) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 
 
-class RetrievalEvaluator(DatasetEvaluator):
+class RetrievalEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
     """Recall@K, median and mean rank of image -> text and text -> image retrieval on a test split
     registered with ``evaluator_type == "retrieval"`` (records with ``image_id`` and ``captions``).
 
@@ -96,9 +97,6 @@ class RetrievalEvaluator(DatasetEvaluator):
             self._seen.append((n, image, captions))
 
     # ------------------------------------------------------------------ gathering and assembly
-    def _gathers(self) -> bool:
-        return self._distributed and comm.get_world_size() > 1
-
     def _assemble(self, seen) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(images [N, D], captions [M, D], caption_to_image [M])`` in dataset order; ValueError
         when a test image was seen twice or never, or embedding sizes differ."""
@@ -138,13 +136,9 @@ class RetrievalEvaluator(DatasetEvaluator):
             return run(writer.write)
 
     def evaluate(self):
-        seen = self._seen
-        if self._gathers():
-            comm.synchronize()
-            parts = comm.gather(seen, dst=0)
-            if not comm.is_main_process():
-                return {}
-            seen = [item for part in parts for item in part]
+        seen = self._gather_seen(self._seen)
+        if seen is None:
+            return {}
         if not seen:
             self._logger.warning("[RetrievalEvaluator] Did not receive valid predictions.")
             return {}

@@ -20,11 +20,13 @@ missing key or the shape mismatch.
 """
 import os
 import zipfile
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .ranks import check_caption_to_image
+
+from ..array_files import bad_key, check_length, get_array, load_array_file
 
 __all__ = ["EMBEDDINGS_FILE", "SCORES_FILE", "ScoresWriter", "load_embeddings", "load_scores", "save_embeddings"]
 
@@ -111,58 +113,29 @@ class ScoresWriter:
             os.remove(self.path)
 
 
-def _load(path: str, mmap_mode: Optional[str] = None):
-    try:
-        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except Exception as e:  # noqa: BLE001  (numpy raises several types for a file it cannot read)
-        raise ValueError(f"{path}: not a readable .npz or .npy file ({type(e).__name__}: {e})") from None
-
-
-def _bad(path: str, key: str, why: str) -> ValueError:
-    return ValueError(f"{path}: key {key!r}: {why}")
-
-
-def _get(npz, path: str, key: str, ndim: int, kind: str) -> np.ndarray:
-    """``npz[key]`` with ``ndim`` dimensions and numpy dtype kind in ``kind`` (e.g. "f", "iu", "U")."""
-    if key not in npz.files:
-        raise ValueError(f"{path}: missing key {key!r} (the file holds {sorted(npz.files)})")
-    array = npz[key]
-    if array.ndim != ndim or (array.dtype.kind not in kind and array.size):
-        raise _bad(path, key, f"expected a {ndim}-D array of kind {kind!r}, got dtype {array.dtype} "
-                              f"and shape {array.shape}")
-    return array
-
-
-def _check_length(path: str, key: str, array: np.ndarray, length: int, of: str) -> None:
-    if len(array) != length:
-        raise _bad(path, key, f"has {len(array)} entries, but there are {length} {of}")
-
-
 def _caption_to_image(npz, path: str, num_images: int, num_captions: int) -> np.ndarray:
-    c2i = _get(npz, path, "caption_to_image", 1, "iu")
+    c2i = get_array(npz, path, "caption_to_image", 1, "iu")
     try:
         return check_caption_to_image(c2i, num_images, num_captions)
     except ValueError as e:
-        raise _bad(path, "caption_to_image", str(e)) from None
+        raise bad_key(path, "caption_to_image", str(e)) from None
 
 
 def load_embeddings(path: str) -> dict:
     """Read ``retrieval_embeddings.npz``: dict with ``image_ids`` (list of str), ``images``
     float32 [N, D], ``captions`` float32 [M, D], ``caption_to_image`` int64 [M], all checked."""
-    npz = _load(path)
+    npz = load_array_file(path)
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise ValueError(f"{path}: an embeddings file must be a .npz with keys image_ids, images, captions, "
                          f"caption_to_image; got a single array of shape {npz.shape}")
     with npz:
-        images = _get(npz, path, "images", 2, "f").astype(np.float32, copy=False)
-        captions = _get(npz, path, "captions", 2, "f").astype(np.float32, copy=False)
+        images = get_array(npz, path, "images", 2, "f").astype(np.float32, copy=False)
+        captions = get_array(npz, path, "captions", 2, "f").astype(np.float32, copy=False)
         if images.shape[1] != captions.shape[1]:
-            raise _bad(path, "captions", f"embedding size {captions.shape[1]} differs from the images' "
+            raise bad_key(path, "captions", f"embedding size {captions.shape[1]} differs from the images' "
                                          f"({images.shape[1]}): images {images.shape}, captions {captions.shape}")
-        image_ids = _get(npz, path, "image_ids", 1, "U")
-        _check_length(path, "image_ids", image_ids, len(images), "images")
+        image_ids = get_array(npz, path, "image_ids", 1, "U")
+        check_length(path, "image_ids", image_ids, len(images), "images")
         c2i = _caption_to_image(npz, path, len(images), len(captions))
     return {"image_ids": image_ids.tolist(), "images": images, "captions": captions, "caption_to_image": c2i}
 
@@ -171,24 +144,24 @@ def load_scores(path: str) -> dict:
     """Read a score matrix: a ``.npz`` with ``scores`` [N, M] and optionally ``caption_to_image``,
     ``image_ids`` and ``gt_scores`` (checked against the matrix), or a bare ``.npy`` [N, M]
     (memory-mapped). Returns a dict with the keys found (``image_ids`` as a list of str)."""
-    data = _load(path, mmap_mode="r")
+    data = load_array_file(path, mmap_mode="r")
     if not isinstance(data, np.lib.npyio.NpzFile):
         if data.ndim != 2 or data.dtype.kind != "f":
             raise ValueError(f"{path}: a score matrix must be a 2-D float array [images, captions], "
                              f"got dtype {data.dtype} and shape {data.shape}")
         return {"scores": data}
     with data as npz:
-        scores = _get(npz, path, "scores", 2, "f")
+        scores = get_array(npz, path, "scores", 2, "f")
         num_images, num_captions = scores.shape
         out = {"scores": scores}
         if "caption_to_image" in npz.files:
             out["caption_to_image"] = _caption_to_image(npz, path, num_images, num_captions)
         if "image_ids" in npz.files:
-            ids = _get(npz, path, "image_ids", 1, "U")
-            _check_length(path, "image_ids", ids, num_images, "rows in 'scores'")
+            ids = get_array(npz, path, "image_ids", 1, "U")
+            check_length(path, "image_ids", ids, num_images, "rows in 'scores'")
             out["image_ids"] = ids.tolist()
         if "gt_scores" in npz.files:
-            gt = _get(npz, path, "gt_scores", 1, "f")
-            _check_length(path, "gt_scores", gt, num_captions, "columns (captions) in 'scores'")
+            gt = get_array(npz, path, "gt_scores", 1, "f")
+            check_length(path, "gt_scores", gt, num_captions, "columns (captions) in 'scores'")
             out["gt_scores"] = gt
     return out

@@ -1,0 +1,47 @@
+"""Verdicts on a paper's claim from several seeds, shared by the claim checks of every family
+(:mod:`.retrieval_claims`, :mod:`.pointing_claims`).
+
+A claim "A beats B" holds when the mean seed-by-seed difference A - B has the paper's sign
+(positive) and at least half of the seeds agree; the per-seed differences are part of every verdict.
+"""
+import math
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+__all__ = ["mean_sd", "difference", "holds", "verdict", "cell"]
+
+
+def mean_sd(values: Sequence[float]) -> tuple:
+    """Mean and sample standard deviation (NaN for one value)."""
+    values = [float(v) for v in values]
+    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else math.nan)
+
+
+def difference(runs: Dict[str, List[dict]], a: str, b: str, key: str) -> List[float]:
+    """Seed by seed, ``runs[a][s][key] - runs[b][s][key]`` (runs of the same seeds, in order)."""
+    if len(runs[a]) != len(runs[b]):
+        raise ValueError(f"{a} has {len(runs[a])} runs and {b} {len(runs[b])}: compare the same seeds")
+    return [x[key] - y[key] for x, y in zip(runs[a], runs[b])]
+
+
+def holds(diffs: List[float]) -> bool:
+    """Positive mean and at least half of the seeds positive."""
+    return float(np.mean(diffs)) > 0 and sum(d > 0 for d in diffs) * 2 >= len(diffs)
+
+
+def verdict(title: str, paper: str, diffs: List[float], unit: str, extra: str = "") -> dict:
+    """``{"claim", "holds", "mean", "per_seed", "text"}`` for the seed-by-seed differences ``diffs``
+    (in ``unit``, e.g. ``"rsum"``) of a claim whose paper figure is ``paper``."""
+    ok = holds(diffs)
+    won = sum(d > 0 for d in diffs)
+    seeds = ", ".join(f"{d:+.1f}" for d in diffs)
+    text = (f"{title}: {'HOLDS' if ok else 'DOES NOT HOLD'} here: mean {np.mean(diffs):+.1f} {unit}, "
+            f"{won}/{len(diffs)} seeds ({seeds}){extra}; paper {paper}.")
+    return {"claim": title, "holds": ok, "mean": float(np.mean(diffs)), "per_seed": diffs, "text": text}
+
+
+def cell(values: Sequence[float]) -> str:
+    """``"mean ± sd"`` with one decimal (``"mean"`` for one value)."""
+    mean, sd = mean_sd(values)
+    return f"{mean:.1f}" if math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
