@@ -1,4 +1,5 @@
-"""Dataset loaders (Flickr30K Entities, ReferIt; caption datasets for retrieval) and their registration.
+"""Dataset loaders (Flickr30K Entities, ReferIt; caption datasets for retrieval; pointing-game
+splits from Visual Genome and the grounding datasets) and their registration.
 Importing registers the builtin names."""
 from .builtin import builtin_dataset_root, datasets_root, register_all_builtin
 from .coco_captions import load_coco_karpathy, read_coco_captions
@@ -18,17 +19,23 @@ from .flickr30k_entities import (
     read_unrelated_captions,
 )
 from .karpathy import KarpathyImage, read_karpathy_split, select_karpathy_split
+from .pointing import pointing_query, pointing_record, pointing_records_from_grounding
 from .referit import load_referit
 from .register import (
     EVALUATOR_TYPE,
+    POINTING_EVALUATOR_TYPE,
     RETRIEVAL_EVALUATOR_TYPE,
     register_caption_dataset,
     register_coco_karpathy,
     register_flickr30k_captions,
     register_flickr30k_entities,
+    register_grounding_pointing,
+    register_pointing_dataset,
     register_referit,
+    register_visual_genome_pointing,
     register_vsepp_precomp,
 )
+from .visual_genome import load_visual_genome_pointing, read_coco_image_ids, read_vg_image_data
 from .vsepp_precomp import load_vsepp_precomp
 
 register_all_builtin()

@@ -27,6 +27,17 @@ Caption datasets for image-sentence retrieval (``evaluator_type="retrieval"``):
 - ``vsepp_f30k_precomp_{train,dev,test}`` and ``vsepp_coco_precomp_{train,dev,test,testall}``:
   VSE++'s ``data/f30k_precomp`` and ``data/coco_precomp``;
 - ``builtin_flickr30k_captions_{train,val,test}``: the built-in dataset's captions.
+
+Pointing-game splits (``evaluator_type="pointing"``, records with ``queries``, docs/DATA.md):
+
+- ``visual_genome_pointing``: ``visual_genome/{region_descriptions,image_data}.json``, images in
+  ``visual_genome/VG_100K{,_2}/``, the VG images in COCO val2014 (ids from
+  ``coco/annotations/captions_val2014.json``, else ``instances_val2014.json``): the paper's 17,471;
+- ``visual_genome_pointing_unseen``: the same without the images of Karpathy's ``train`` and
+  ``restval`` splits (``coco/dataset_coco.json``), which the retrieval models train on;
+- ``flickr30k_entities_pointing_{train,val,test}``, ``referit_pointing_{train,val,trainval,test}``
+  and ``builtin_{flickr30k,referit}_pointing_{train,val,test}``: one query per annotation of the
+  grounding split named in their ``source`` metadata.
 """
 import functools
 import os
@@ -40,7 +51,13 @@ from .flickr30k_captions import (
 )
 from .flickr30k_entities import load_flickr30k_entities
 from .referit import load_referit
-from .register import register_caption_dataset, register_grounding_dataset
+from .register import (
+    register_caption_dataset,
+    register_grounding_dataset,
+    register_grounding_pointing,
+    register_pointing_dataset,
+)
+from .visual_genome import load_visual_genome_pointing
 from .vsepp_precomp import load_vsepp_precomp
 
 __all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root"]
@@ -50,6 +67,8 @@ FLICKR_SPLITS = ("train", "val", "test")
 REFERIT_HU_SPLITS = ("train", "val", "trainval", "test")
 REFERIT_UNC_SPLITS = ("train", "val", "testA", "testB")
 VSEPP_SPLITS = {"f30k": ("train", "dev", "test"), "coco": ("train", "dev", "test", "testall")}
+# Karpathy splits the retrieval models train on (rVal): left out of visual_genome_pointing_unseen.
+RVAL_TRAIN_SPLITS = ("train", "restval")
 
 
 def datasets_root():
@@ -128,6 +147,23 @@ def _real_referit(split, split_by, use_hu_list):
     return cached_load(load_referit, refclef, os.path.join(datasets_root(), "images", "saiapr_tc-12"), split, split_by, image_list)
 
 
+def _coco_val2014_images_json(coco_root):
+    """``annotations/captions_val2014.json``, else ``instances_val2014.json`` when only that exists."""
+    captions, instances = (os.path.join(coco_root, "annotations", f"{kind}_val2014.json")
+                           for kind in ("captions", "instances"))
+    return instances if not os.path.isfile(captions) and os.path.isfile(instances) else captions
+
+
+def _real_visual_genome(exclude_rval_train):
+    root = os.path.join(datasets_root(), "visual_genome")
+    _require_root(root, "Visual Genome (region_descriptions.json, image_data.json, VG_100K*/)")
+    coco = os.path.join(datasets_root(), "coco")
+    karpathy = os.path.join(coco, "dataset_coco.json") if exclude_rval_train else None
+    return cached_load(load_visual_genome_pointing, os.path.join(root, "region_descriptions.json"),
+                       os.path.join(root, "image_data.json"), root, _coco_val2014_images_json(coco), karpathy,
+                       RVAL_TRAIN_SPLITS)
+
+
 def builtin_dataset_root():
     """Root of the built-in synthetic dataset, generating it on first use."""
     from phrasedet.data.synthetic import ensure_builtin_dataset
@@ -177,6 +213,7 @@ def register_all_builtin():
         register_grounding_dataset(f"referit_unc_{split}", p(_real_referit, split, "unc", False),
                   _meta("referit", "referit", "referit_unc_train", split=split, split_by="unc"))
     _register_caption_builtins()
+    _register_pointing_builtins()
 
 
 def _register_caption_builtins():
@@ -197,3 +234,19 @@ def _register_caption_builtins():
         for split in splits:
             register_caption_dataset(f"vsepp_{collection}_precomp_{split}", p(_real_vsepp, collection, split),
                                      dict(dataset="vsepp_precomp", split=split, collection=collection))
+
+
+def _register_pointing_builtins():
+    """The pointing-game names; nothing is read until a dataset is first used."""
+    for split in FLICKR_SPLITS:
+        register_grounding_pointing(f"builtin_flickr30k_pointing_{split}", f"builtin_flickr30k_entities_{split}",
+                                    split=split, builtin=True)
+        register_grounding_pointing(f"builtin_referit_pointing_{split}", f"builtin_referit_{split}",
+                                    split=split, builtin=True)
+        register_grounding_pointing(f"flickr30k_entities_pointing_{split}", f"flickr30k_entities_{split}", split=split)
+    for split in REFERIT_HU_SPLITS:
+        register_grounding_pointing(f"referit_pointing_{split}", f"referit_{split}", split=split)
+    for name, unseen in (("visual_genome_pointing", False), ("visual_genome_pointing_unseen", True)):
+        register_pointing_dataset(name, functools.partial(_real_visual_genome, unseen),
+                                  dict(dataset="visual_genome", split="coco_val2014",
+                                       exclude_karpathy_splits=RVAL_TRAIN_SPLITS if unseen else ()))

@@ -1,24 +1,29 @@
-"""``register_flickr30k_entities``, ``register_referit`` and the caption-dataset registrations:
-put a split into Detectron2's catalogs."""
+"""``register_flickr30k_entities``, ``register_referit``, the caption-dataset and the pointing-game
+registrations: put a split into Detectron2's catalogs."""
 from detectron2.data import DatasetCatalog, MetadataCatalog
 
 from .coco_captions import load_coco_karpathy
 from .common import cached_load
 from .flickr30k_captions import load_flickr30k_entities_captions
 from .flickr30k_entities import load_flickr30k_entities
+from .pointing import pointing_records_from_grounding
 from .referit import load_referit
+from .visual_genome import load_visual_genome_pointing
 from .vsepp_precomp import load_vsepp_precomp
 
 __all__ = [
     "register_flickr30k_entities", "register_referit", "register_grounding_dataset", "EVALUATOR_TYPE",
     "register_caption_dataset", "register_flickr30k_captions", "register_coco_karpathy", "register_vsepp_precomp",
-    "RETRIEVAL_EVALUATOR_TYPE",
+    "RETRIEVAL_EVALUATOR_TYPE", "POINTING_EVALUATOR_TYPE", "register_pointing_dataset",
+    "register_visual_genome_pointing", "register_grounding_pointing",
 ]
 
 # MetadataCatalog evaluator_type of every phrase-grounding split (phrase mAP + localization).
 EVALUATOR_TYPE = "phrase_detection"
 # MetadataCatalog evaluator_type of every caption split (image-sentence retrieval).
 RETRIEVAL_EVALUATOR_TYPE = "retrieval"
+# MetadataCatalog evaluator_type of every pointing-game split (records with "queries").
+POINTING_EVALUATOR_TYPE = "pointing"
 
 
 def register_grounding_dataset(name, loader, metadata):
@@ -97,4 +102,42 @@ def register_vsepp_precomp(name, data_dir, split, **metadata):
         name,
         lambda: cached_load(load_vsepp_precomp, data_dir, split),
         dict(dataset="vsepp_precomp", data_dir=data_dir, split=split, **metadata),
+    )
+
+
+def register_pointing_dataset(name, loader, metadata):
+    """Register a pointing-game split: ``loader`` (returning pointing records, :mod:`.pointing`) in
+    DatasetCatalog, ``metadata`` and ``evaluator_type="pointing"`` in MetadataCatalog."""
+    DatasetCatalog.register(name, loader)
+    MetadataCatalog.get(name).set(evaluator_type=POINTING_EVALUATOR_TYPE, **metadata)
+
+
+def register_visual_genome_pointing(name, region_descriptions_json, image_data_json, image_root, coco_images_json,
+                                    exclude_karpathy_json=None, exclude_splits=("train", "restval"),
+                                    min_phrase_chars=3, box_policy="clip", check_images=True, **metadata):
+    """Register Visual Genome's pointing-game split; arguments as in :func:`load_visual_genome_pointing`."""
+    exclude_splits = tuple(exclude_splits)
+    register_pointing_dataset(
+        name,
+        lambda: cached_load(load_visual_genome_pointing, region_descriptions_json, image_data_json, image_root,
+                            coco_images_json, exclude_karpathy_json, exclude_splits, min_phrase_chars, box_policy,
+                            check_images),
+        dict(dataset="visual_genome", region_descriptions_json=region_descriptions_json,
+             image_data_json=image_data_json, image_root=image_root, coco_images_json=coco_images_json,
+             exclude_karpathy_json=exclude_karpathy_json,
+             exclude_karpathy_splits=exclude_splits if exclude_karpathy_json else (),
+             **metadata),
+    )
+
+
+def register_grounding_pointing(name, grounding_name, **metadata):
+    """Register the pointing records of the registered phrase-grounding split ``grounding_name``
+    (:func:`pointing_records_from_grounding`: one query per annotation), read when first used.
+    Metadata: ``source=grounding_name``, the grounding split's ``dataset`` (unless ``metadata``
+    gives one) and ``metadata``."""
+    meta = dict(source=grounding_name, **metadata)
+    if "dataset" not in meta and grounding_name in MetadataCatalog:
+        meta["dataset"] = MetadataCatalog.get(grounding_name).get("dataset", None)
+    register_pointing_dataset(
+        name, lambda: pointing_records_from_grounding(DatasetCatalog.get(grounding_name), grounding_name), meta
     )
