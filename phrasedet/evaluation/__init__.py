@@ -2,7 +2,8 @@
 dataset's ``evaluator_type``:
 
 - ``phrase_detection/``: phrase detection mAP (zero/few/common-shot) and localization accuracy (paper 003);
-- ``retrieval/``: image-sentence retrieval Recall@K, median and mean rank (papers 000-002).
+- ``retrieval/``: image-sentence retrieval Recall@K, median and mean rank (papers 000-002);
+- ``pointing/``: pointing-game accuracy and its centre baseline (paper 004).
 
 Every public name is re-exported here.
 """
@@ -10,5 +11,7 @@ from .phrase_detection import *  # noqa: F401,F403
 from .phrase_detection import __all__ as _phrase_detection_all
 from .retrieval import *  # noqa: F401,F403
 from .retrieval import __all__ as _retrieval_all
+from .pointing import *  # noqa: F401,F403
+from .pointing import __all__ as _pointing_all
 
-__all__ = list(_phrase_detection_all) + list(_retrieval_all)
+__all__ = list(_phrase_detection_all) + list(_retrieval_all) + list(_pointing_all)

@@ -1,0 +1,125 @@
+"""tools/evaluate_pointing.py on saved points and heatmaps: hand-computed accuracies, the in-loop
+numbers, and errors naming the file and the query id."""
+import json
+
+import numpy as np
+import pytest
+
+from phrasedet.evaluation import (POINTING_PREDICTIONS_FILE, PointingGameEvaluator, evaluate_heatmaps_file,
+                                  save_heatmaps, save_points)
+
+from .retrieval_toy import load_tool
+from .test_pointing_evaluator import EXPECTED, POINTING_TOY, POINTS, register, run
+
+QUERY_IDS = ["q0", "q1", "q2", "q3", "q4"]
+
+
+@pytest.fixture(scope="module")
+def tool():
+    register()
+    return load_tool("evaluate_pointing")
+
+
+def _exit_message(tool, argv) -> str:
+    with pytest.raises(SystemExit) as e:
+        tool.main(argv)
+    return str(e.value.code)
+
+
+def test_saved_points_in_any_order(tool, tmp_path, capsys):
+    order = [4, 2, 0, 3, 1]
+    path = str(tmp_path / "points.npz")
+    save_points(path, [QUERY_IDS[n] for n in order], [POINTS[QUERY_IDS[n]] for n in order])
+    out = tmp_path / "results.json"
+    results = tool.main(["--dataset", POINTING_TOY, "--points", path, "--output", str(out)])
+    expected = {**EXPECTED, "accuracy": 80.0, "centre_accuracy": 40.0}  # main rule tol15
+    assert results == {"pointing": EXPECTED}
+    printed = capsys.readouterr().out
+    assert f"Pointing game on {POINTING_TOY} from {path} (5 queries, 2 images; hit rule strict " \
+           "(x1 < x < x2 and y1 < y < y2); tolerance 15 px), accuracy in %:" in printed
+    assert "| strict (main)" in printed and "| tol15 " in printed
+    written = json.loads(out.read_text())
+    assert written["pointing"] == EXPECTED and written["protocol"]["hit_rule"] == "strict"
+    results = tool.main(["--dataset", POINTING_TOY, "--points", path, "--hit-rule", "tolerance"])
+    assert results == {"pointing": expected}
+
+
+def test_the_in_loop_predictions_file_gives_the_in_loop_numbers(tool, tmp_path):
+    in_loop = run(PointingGameEvaluator(POINTING_TOY, hit_rule="tolerance", tolerance=10, output_dir=str(tmp_path)))
+    path = str(tmp_path / POINTING_PREDICTIONS_FILE)
+    assert tool.main(["--dataset", POINTING_TOY, "--points", path, "--hit-rule", "tolerance",
+                      "--tolerance", "10"]) == in_loop
+
+
+def _heatmaps():
+    """4 x 4 maps, one hot. Corner points: img0 (200 x 100) cell (i, j) -> (50 j, 25 i); img2 (80 x 40)
+    -> (20 j, 10 i). Centre points add half a cell."""
+    cells = {"q0": (1, 0), "q1": (2, 2), "q2": (2, 3), "q3": (1, 1), "q4": (0, 0)}
+    maps = np.zeros((5, 4, 4), np.float32)
+    for n, q in enumerate(QUERY_IDS):
+        maps[(n,) + cells[q]] = 1.0
+    return maps
+
+
+def test_saved_heatmaps_corner_and_centre(tool, tmp_path):
+    path = str(tmp_path / "heatmaps.npz")
+    save_heatmaps(path, QUERY_IDS[::-1], _heatmaps()[::-1])
+    # corner: q0 (0, 25) 10 px left of its box; q1 (100, 50) inside; q2 (150, 50) on its corner (150, 50);
+    # q3 (20, 10) inside; q4 (0, 0) far
+    corner = tool.main(["--dataset", POINTING_TOY, "--heatmaps", path])["pointing"]
+    assert (corner["accuracy_strict"], corner["accuracy_inclusive"], corner["accuracy_tol15"]) == (40.0, 60.0, 80.0)
+    # centre: q0 (25, 37.5) inside; q1 (125, 62.5) > 15 px away; q2 (175, 62.5) 12.5 px below; q3 (30, 15) inside
+    centre = tool.main(["--dataset", POINTING_TOY, "--heatmaps", path, "--point-mode", "centre"])["pointing"]
+    assert (centre["accuracy_strict"], centre["accuracy_inclusive"], centre["accuracy_tol15"]) == (40.0, 40.0, 60.0)
+    assert centre["centre_accuracy_strict"] == corner["centre_accuracy_strict"] == 20.0
+    # the file's point mode is the default
+    save_heatmaps(path, QUERY_IDS, _heatmaps(), point_mode="centre")
+    assert evaluate_heatmaps_file(path, POINTING_TOY)["pointing"] == centre
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--heatmaps", path, "--point-mode", "corner"]) == \
+        f"error: {path}: key 'point_mode': the file says 'centre', but point mode 'corner' was asked"
+
+
+def test_missing_extra_and_repeated_queries_name_the_file_and_the_query(tool, tmp_path):
+    path = str(tmp_path / "p.npz")
+    save_points(path, QUERY_IDS[:4], [POINTS[q] for q in QUERY_IDS[:4]])
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", path]) == \
+        f"error: {path}: 1 of the 5 queries of dataset '{POINTING_TOY}' are missing, e.g. query_id 'q4'"
+    save_points(path, QUERY_IDS + ["zz"], [POINTS[q] for q in QUERY_IDS] + [(0.0, 0.0)])
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", path]) == \
+        f"error: {path}: key 'query_id': 1 query ids are not queries of dataset '{POINTING_TOY}', e.g. query_id 'zz'"
+    save_points(path, QUERY_IDS + ["q1"], [POINTS[q] for q in QUERY_IDS] + [(0.0, 0.0)])
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", path]) == \
+        f"error: {path}: key 'query_id': 1 query ids appear more than once, e.g. query_id 'q1'"
+
+
+def test_malformed_files_name_the_file_and_the_key(tool, tmp_path):
+    path = str(tmp_path / "bad.npz")
+    np.savez(path, query_id=np.array(QUERY_IDS), xy=np.zeros((5, 2)))
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", path]) == \
+        f"error: {path}: missing key 'points' (the file holds ['query_id', 'xy'])"
+    np.savez(path, query_id=np.array(QUERY_IDS), points=np.zeros((5, 3)))
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", path]) == \
+        f"error: {path}: key 'points': expected shape [queries, 2] as (x, y), got (5, 3)"
+    np.savez(path, query_id=np.array(QUERY_IDS), heatmaps=np.zeros((4, 2, 2)))
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--heatmaps", path]) == \
+        f"error: {path}: key 'heatmaps': has 4 entries, but there are 5 entries in 'query_id'"
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", str(tmp_path / "none.npz")]).startswith(
+        "error: [Errno 2] No such file or directory")
+    assert _exit_message(tool, ["--dataset", POINTING_TOY, "--points", path, "--tolerance", "-2"]) == \
+        "error: tolerance must be a finite number of pixels >= 0, got -2.0"
+
+
+def test_integer_query_ids_are_read_as_strings(tool, tmp_path):
+    def numbered():
+        from .test_pointing_evaluator import pointing_toy_dicts
+
+        dicts = pointing_toy_dicts()
+        for d in dicts:
+            for q in d["queries"]:
+                q["query_id"] = q["query_id"][1:]
+        return dicts
+
+    name = register("evaltest_pointing_numbered", numbered)
+    path = str(tmp_path / "int_ids.npz")
+    np.savez(path, query_id=np.arange(5), points=np.array([POINTS[q] for q in QUERY_IDS]))
+    assert tool.main(["--dataset", name, "--points", path]) == {"pointing": EXPECTED}
