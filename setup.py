@@ -9,8 +9,8 @@ from setuptools import find_packages, setup
 setup(
     name="phrasedet",
     version="0.1.0",
-    description="Phrase-conditioned Faster R-CNN heads, phrase-detection mAP and grounding "
-    "datasets for Detectron2",
+    description="Phrase detection, image-sentence retrieval and the pointing game "
+    "(grounding language in images) for Detectron2",
     python_requires=">=3.10",
     packages=find_packages(exclude=("configs", "tests", "tools")),
     package_data={"phrasedet": ["text/*.txt", "data/splits/*/*"]},
@@ -25,6 +25,9 @@ setup(
         "numpy",
         "Pillow",
         "opencv-python-headless",  # detectron2's Visualizer imports cv2
+        # Paper 004's text path: the SRU its released code uses (v1 options), from its authors'
+        # package rather than a re-implementation; it runs its PyTorch code on CPU.
+        "sru==2.6.0",
     ],
     extras_require={
         # The optional GloVe package too, so the tests cover loading it.

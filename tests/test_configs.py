@@ -11,7 +11,10 @@ from phrasedet.config import add_phrasedet_config
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "..", "configs")
 CONFIGS = sorted(glob.glob(os.path.join(CONFIG_DIR, "**", "*.yaml"), recursive=True))
-FAMILIES = {"": "PhraseRCNN", "retrieval": "ImageTextEmbedding"}
+FAMILIES = {"": "PhraseRCNN", "retrieval": "ImageTextEmbedding", "pointing": "DSVELoc"}
+# A family's configs inherit from its own folder, or from the bases named here: the pointing
+# family trains on captions with the retrieval family's budget, written once in its base.
+SHARED_BASES = {"pointing": {"../retrieval/Base-Retrieval.yaml"}}
 
 
 def _name(path):
@@ -42,8 +45,9 @@ def test_config_parses_and_stays_in_its_family(path):
     assert cfg.MODEL.META_ARCHITECTURE == FAMILIES[_family(path)]
     with open(path) as f:
         base = (yaml.safe_load(f) or {}).get("_BASE_")
-    if base is not None:  # self-contained: a base is a config of the same folder
-        assert "/" not in base and os.path.isfile(os.path.join(os.path.dirname(path), base)), base
+    if base is not None:  # a base is a config of the same folder, or a shared base of the family
+        assert "/" not in base or base in SHARED_BASES.get(_family(path), ()), base
+        assert os.path.isfile(os.path.join(os.path.dirname(path), base)), base
 
 
 def test_every_added_key_has_a_comment():
@@ -62,11 +66,14 @@ BUILTIN = {
     "": ["PHRASEDET.TEXT.WORD2VEC_DATASET", "builtin_flickr30k_entities_train"],
     "retrieval": ["DATASETS.TRAIN", "('builtin_flickr30k_captions_train',)", "DATASETS.TEST", "('builtin_flickr30k_captions_test',)",
                   "MODEL.RETRIEVAL.IMAGE_INPUT", "pixels", "MODEL.WEIGHTS", "", "PHRASEDET.TEXT.FISHER_COMPONENTS", 2],
+    "pointing": ["DATASETS.TRAIN", "('builtin_flickr30k_captions_train',)", "DATASETS.TEST", "('builtin_flickr30k_pointing_test',)",
+                 "MODEL.WEIGHTS", "", "PHRASEDET.TEXT.WORD_VECTORS", "word2vec"],
 }
 
 
 @pytest.mark.parametrize("path", [p for p in CONFIGS if not os.path.basename(p).startswith("Base-")]
-                         + [os.path.join(CONFIG_DIR, "Base-Builtin.yaml"), os.path.join(CONFIG_DIR, "retrieval", "Base-Retrieval.yaml")],
+                         + [os.path.join(CONFIG_DIR, "Base-Builtin.yaml"), os.path.join(CONFIG_DIR, "retrieval", "Base-Retrieval.yaml"),
+                            os.path.join(CONFIG_DIR, "pointing", "Base-DSVE-Loc.yaml")],
                          ids=_name)
 def test_config_builds_a_model(path, builtin_root):
     import torch

@@ -4,9 +4,10 @@
     python tools/train_net.py --config-file configs/cite_cca.yaml [--num-gpus N] [--eval-only]
         [--resume] [KEY VALUE ...]
 
-Every task family trains here: phrase detection (``configs/*.yaml``, ``PhraseRCNN``) and
-image-sentence retrieval (``configs/retrieval/*.yaml``, ``ImageTextEmbedding``); the splits'
-``evaluator_type`` picks the loaders and the evaluator. A config with ``PHRASEDET.RECIPE.ENABLED``
+Every task family trains here: phrase detection (``configs/*.yaml``, ``PhraseRCNN``),
+image-sentence retrieval (``configs/retrieval/*.yaml``, ``ImageTextEmbedding``) and the pointing
+game (``configs/pointing/*.yaml``, ``DSVELoc``); the splits' ``evaluator_type`` picks the loaders
+and the evaluator. A config with ``PHRASEDET.RECIPE.ENABLED``
 runs paper 003's staged recipe (detector, CCA, classifier, optional fine-tuning; see
 ``phrasedet/engine/recipe.py``), ``--resume`` continuing in the interrupted stage; other configs
 train one model. ``--num-gpus N`` starts N processes; on a machine without a GPU they train on the
@@ -25,9 +26,9 @@ from detectron2.utils.logger import setup_logger
 
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
-from phrasedet.data.datasets import EVALUATOR_TYPE
+from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE
 from phrasedet.engine import PhrasedetTrainer, build_recipe_model, dataset_task, finish_distributed, run_recipe
-from phrasedet.utils import save_test_visualizations
+from phrasedet.utils import save_pointing_visualizations, save_test_visualizations
 
 
 def setup(args):
@@ -44,12 +45,22 @@ def setup(args):
 
 
 def visualize(cfg, model, num_images=4):
-    """Pictures of the first test images with their phrases' detections (main process, phrase detection only)."""
-    if not comm.is_main_process() or not cfg.DATASETS.TEST or dataset_task(cfg.DATASETS.TEST[0]) != EVALUATOR_TYPE:
+    """Pictures (main process): the first test images of the first phrase-detection split with
+    their phrases' detections, and, for a ``DSVELoc`` model, the heatmaps of the first
+    ``TEST.POINTING.NUM_VISUALIZE`` queries of each pointing split."""
+    if not comm.is_main_process():
         return
-    out = os.path.join(cfg.OUTPUT_DIR, "visualizations")
-    paths = save_test_visualizations(cfg, getattr(model, "module", model), cfg.DATASETS.TEST[0], out, num_images)
-    logging.getLogger("phrasedet").info("Saved %d pictures of test detections in %s", len(paths), out)
+    model, log = getattr(model, "module", model), logging.getLogger("phrasedet")
+    tasks = {name: dataset_task(name) for name in cfg.DATASETS.TEST}
+    detection = [name for name, task in tasks.items() if task == EVALUATOR_TYPE]
+    if detection and cfg.DATASETS.TEST[0] == detection[0]:
+        out = os.path.join(cfg.OUTPUT_DIR, "visualizations")
+        paths = save_test_visualizations(cfg, model, detection[0], out, num_images)
+        log.info("Saved %d pictures of test detections in %s", len(paths), out)
+    for name in (n for n, task in tasks.items() if task == POINTING_EVALUATOR_TYPE and hasattr(model, "heatmaps")):
+        out = os.path.join(cfg.OUTPUT_DIR, "visualizations", name)
+        paths = save_pointing_visualizations(cfg, model, name, out, cfg.TEST.POINTING.NUM_VISUALIZE)
+        log.info("Saved %d heatmap pictures of %s in %s", len(paths), name, out)
 
 
 def main(args):

@@ -78,19 +78,14 @@ def setup_cfg(args):
     return cfg
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    phrases = _check_args(parser, args)
-
-    import numpy as np
+def load_image_and_model(parser, args):
+    """(cfg, the image of ``args.image`` in ``INPUT.FORMAT``, the model with ``args.weights`` or
+    ``MODEL.WEIGHTS`` loaded, in eval mode); an unreadable image is a parser error naming it."""
     from detectron2.checkpoint import DetectionCheckpointer
     from detectron2.data import detection_utils as utils
     from detectron2.modeling import build_model
-    from PIL import Image
 
-    import phrasedet  # noqa: F401  (registers PhraseRCNN, its heads and the datasets)
-    from phrasedet.utils import build_test_resize, draw_phrase_detections, predict_phrases
+    import phrasedet  # noqa: F401  (registers the meta-architectures and the datasets)
 
     cfg = setup_cfg(args)
     try:
@@ -102,7 +97,21 @@ def main(argv=None):
         DetectionCheckpointer(model).load(cfg.MODEL.WEIGHTS)
     else:
         print("warning: no weights given (--weights or MODEL.WEIGHTS): the model is randomly initialized", file=sys.stderr)
-    model.eval()
+    return cfg, image, model.eval()
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    phrases = _check_args(parser, args)
+
+    import numpy as np
+    from detectron2.data import detection_utils as utils
+    from PIL import Image
+
+    from phrasedet.utils import build_test_resize, draw_phrase_detections, predict_phrases
+
+    cfg, image, model = load_image_and_model(parser, args)
 
     normalized, boxes, scores = predict_phrases(model, image, phrases, cfg.INPUT.FORMAT, build_test_resize(cfg))
     drawn = draw_phrase_detections(

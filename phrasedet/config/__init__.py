@@ -4,11 +4,12 @@ One function per concern, as DensePose's config does; ``add_phrasedet_config`` c
 """
 from .common import add_solver_config
 from .phrase_detection import add_phrase_detection_config
+from .pointing import add_pointing_config
 from .retrieval import add_retrieval_config
 from .text import add_text_config
 
 __all__ = ["add_phrasedet_config", "add_text_config", "add_solver_config", "add_phrase_detection_config",
-           "add_retrieval_config"]
+           "add_retrieval_config", "add_pointing_config"]
 
 
 def add_phrasedet_config(cfg):
@@ -17,4 +18,5 @@ def add_phrasedet_config(cfg):
     add_solver_config(cfg)
     add_phrase_detection_config(cfg)
     add_retrieval_config(cfg)
+    add_pointing_config(cfg)
     return cfg

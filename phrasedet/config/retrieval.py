@@ -23,6 +23,14 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.WELDON_K_MAX = 1
     # See WELDON_K_MAX; 0 leaves out the minimum term.
     _C.MODEL.RETRIEVAL.WELDON_K_MIN = 1
+    # Paper 004's "adaptation": a 1x1 convolution of the backbone map to this many maps before pooling (DSVE-loc: 2400); 0 = none (the pooled backbone map, VSE++).
+    _C.MODEL.RETRIEVAL.ADAPTATION_DIM = 0
+    # Bias of the adaptation convolution (paper 004's text: none; its code: a bias).
+    _C.MODEL.RETRIEVAL.ADAPTATION_BIAS = True
+    # The adaptation convolution is frozen with the backbone until FREEZE_BACKBONE_ITERS (paper 004: it belongs to the pre-trained trunk); False: trained from the start (there is no pre-trained one on the built-in data).
+    _C.MODEL.RETRIEVAL.ADAPTATION_FROZEN_WITH_BACKBONE = False
+    # Dropout on the pooled feature before the image projection (paper 004: 0.5).
+    _C.MODEL.RETRIEVAL.POOLED_DROPOUT = 0.0
     # L2-normalize the pooled CNN feature before the projection (VSE++ code with the full CNN).
     _C.MODEL.RETRIEVAL.NORMALIZE_POOLED = True
     # The backbone is frozen (no gradient, BatchNorm in inference mode) before this iteration and fine-tuned from it; -1: frozen throughout (VSE++ without FT).
@@ -33,7 +41,7 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.IMAGE_PROJECTION = "linear"
     # L2-normalize the image embedding (VSE++; VSE0 was trained without: --no_imgnorm).
     _C.MODEL.RETRIEVAL.NORMALIZE_IMAGE = True
-    # Sentence encoder from SENTENCE_ENCODER_REGISTRY: "GRUSentenceEncoder" (VSE++) or "FixedVectorSentenceEncoder" (paper 000).
+    # Sentence encoder from SENTENCE_ENCODER_REGISTRY: "GRUSentenceEncoder" (VSE++) or "FixedVectorSentenceEncoder" (paper 000) or "WordVectorRNNSentenceEncoder" (paper 004, RNN.*).
     _C.MODEL.RETRIEVAL.SENTENCE_ENCODER = "GRUSentenceEncoder"
     # Image-sentence score: "cosine" (embedding networks) or "similarity_network" (paper 000's similarity network).
     _C.MODEL.RETRIEVAL.SCORE = "cosine"
@@ -57,6 +65,18 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.GRU.MIN_WORD_COUNT = 4
     # Initialize word embeddings from PHRASEDET.TEXT's word vectors (their size must be WORD_DIM); False: U(-0.1, 0.1) as VSE++.
     _C.MODEL.RETRIEVAL.GRU.INIT_WORD_VECTORS = False
+
+    _C.MODEL.RETRIEVAL.RNN = CN()
+    # WordVectorRNNSentenceEncoder (paper 004): fixed PHRASEDET.TEXT word vectors -> a recurrent net of hidden size EMBED_DIM, its output at the last word; "sru" (the PyPI package sru) or "gru".
+    _C.MODEL.RETRIEVAL.RNN.TYPE = "sru"
+    # Stacked layers (paper 004: 4).
+    _C.MODEL.RETRIEVAL.RNN.NUM_LAYERS = 4
+    # Dropout between layers (and, for the SRU, on its input transform; paper 004's code: 0.25).
+    _C.MODEL.RETRIEVAL.RNN.DROPOUT = 0.25
+    # The SRU's recurrent (variational) dropout (paper 004's code: 0.25).
+    _C.MODEL.RETRIEVAL.RNN.RNN_DROPOUT = 0.25
+    # The SRU of paper 004's code: v1 semantics with tanh and skip term, no rescaling; False: sru's current defaults.
+    _C.MODEL.RETRIEVAL.RNN.SRU_V1 = True
 
     _C.MODEL.RETRIEVAL.FIXED_VECTOR = CN()
     # Projection of the fixed sentence vector (PHRASEDET.TEXT.ENCODER "mean" or "fisher", whole caption): "two_layer" (paper 000) or "linear".

@@ -7,6 +7,10 @@ evaluator, as Detectron2's own ``train_net.py`` does:
 |---|---|---|
 | ``phrase_detection`` | :class:`PhraseDatasetMapper` (at test, every image is asked about the whole test vocabulary when ``TEST.PHRASE_DETECTION.VOCABULARY`` is ``"dataset"``) | :class:`PhraseDetectionEvaluator` |
 | ``retrieval`` | :class:`CaptionDatasetMapper` (pixels, or precomputed feature rows) | :class:`RetrievalEvaluator` (given the model's scorer) |
+| ``pointing`` | :class:`PointingDatasetMapper` (``DSVELoc``), or the phrase-detection test mapper asked about each query's phrase (``PhraseRCNN``) | :class:`PointingGameEvaluator` |
+
+Training splits are phrase-grounding (``PhraseRCNN``) or caption splits (``ImageTextEmbedding``,
+``DSVELoc``); pointing splits are for evaluation only.
 
 It also trains on several CPU processes with gloo, builds the optimizer of
 ``PHRASEDET.SOLVER`` and adds the retrieval hooks: unfreezing a backbone frozen until
@@ -22,9 +26,10 @@ from detectron2.data import DatasetCatalog, MetadataCatalog, build_detection_tes
 from detectron2.engine import DefaultTrainer
 from detectron2.utils import comm
 
-from phrasedet.data import CaptionDatasetMapper, PhraseDatasetMapper, attach_image_features
-from phrasedet.data.datasets import EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
-from phrasedet.evaluation import PhraseDetectionEvaluator, RetrievalEvaluator, test_vocabulary
+from phrasedet.data import (CaptionDatasetMapper, PhraseDatasetMapper, PointingDatasetMapper, attach_image_features,
+                            phrase_detector_pointing_mapper)
+from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
+from phrasedet.evaluation import PhraseDetectionEvaluator, PointingGameEvaluator, RetrievalEvaluator, test_vocabulary
 from phrasedet.modeling.losses import RankingLoss
 
 from .ddp import cpu_safe_ddp
@@ -34,7 +39,7 @@ from .optimizer import build_optimizer
 __all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "dataset_task"]
 
 logger = logging.getLogger("phrasedet.engine")
-TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE)
+TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE)
 
 
 def dataset_task(name: str) -> str:
@@ -49,7 +54,11 @@ def _train_task(cfg) -> str:
     tasks = {name: dataset_task(name) for name in cfg.DATASETS.TRAIN}
     if len(set(tasks.values())) != 1:
         raise ValueError(f"DATASETS.TRAIN mixes task families: {tasks}")
-    return next(iter(tasks.values()))
+    task = next(iter(tasks.values()))
+    if task == POINTING_EVALUATOR_TYPE:
+        raise ValueError(f"DATASETS.TRAIN {list(tasks)}: pointing-game splits are for evaluation; DSVE-loc trains on "
+                         "caption splits (e.g. builtin_flickr30k_captions_train)")
+    return task
 
 
 def caption_records(cfg, names) -> list:
@@ -76,6 +85,13 @@ def _caption_test_loader(cfg, dataset_name):
                                        batch_size=cfg.TEST.RETRIEVAL.IMS_PER_BATCH, num_workers=cfg.DATALOADER.NUM_WORKERS)
 
 
+def _pointing_test_loader(cfg, dataset_name):
+    if cfg.MODEL.META_ARCHITECTURE == "PhraseRCNN":
+        return build_detection_test_loader(cfg, dataset_name, mapper=phrase_detector_pointing_mapper(cfg))
+    return build_detection_test_loader(DatasetCatalog.get(dataset_name), mapper=PointingDatasetMapper(cfg),
+                                       batch_size=cfg.TEST.POINTING.IMS_PER_BATCH, num_workers=cfg.DATALOADER.NUM_WORKERS)
+
+
 def _phrase_evaluator(cfg, dataset_name, output_folder, model):
     d = cfg.TEST.PHRASE_DETECTION
     return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS,
@@ -89,8 +105,16 @@ def _retrieval_evaluator(cfg, dataset_name, output_folder, model):
                               output_dir=output_folder, save_embeddings=t.SAVE_EMBEDDINGS)
 
 
-TEST_LOADERS = {EVALUATOR_TYPE: _phrase_test_loader, RETRIEVAL_EVALUATOR_TYPE: _caption_test_loader}
-EVALUATORS = {EVALUATOR_TYPE: _phrase_evaluator, RETRIEVAL_EVALUATOR_TYPE: _retrieval_evaluator}
+def _pointing_evaluator(cfg, dataset_name, output_folder, model):
+    t = cfg.TEST.POINTING
+    return PointingGameEvaluator(dataset_name, hit_rule=t.HIT_RULE, tolerance=t.TOLERANCE, output_dir=output_folder,
+                                 save_predictions=t.SAVE_PREDICTIONS)
+
+
+TEST_LOADERS = {EVALUATOR_TYPE: _phrase_test_loader, RETRIEVAL_EVALUATOR_TYPE: _caption_test_loader,
+                POINTING_EVALUATOR_TYPE: _pointing_test_loader}
+EVALUATORS = {EVALUATOR_TYPE: _phrase_evaluator, RETRIEVAL_EVALUATOR_TYPE: _retrieval_evaluator,
+              POINTING_EVALUATOR_TYPE: _pointing_evaluator}
 
 
 def broadcast_buffers(model) -> None:
@@ -109,6 +133,7 @@ def broadcast_buffers(model) -> None:
 
 class PhrasedetTrainer(DefaultTrainer):
     def __init__(self, cfg):
+        _train_task(cfg)  # a bad DATASETS.TRAIN fails here, before the model is built from it
         with cpu_safe_ddp():
             super().__init__(cfg)
 

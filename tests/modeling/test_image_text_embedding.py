@@ -62,7 +62,7 @@ def test_gru_takes_each_caption_s_state_at_its_last_word(model):
 def test_a_checkpoint_of_another_vocabulary_is_refused(model):
     state = {k: v.clone() for k, v in model.state_dict().items()}
     state["sentence_encoder.vocab_fingerprint"] += 1
-    with pytest.raises(ValueError, match="another word vocabulary"):
+    with pytest.raises(ValueError, match="trained with other words than the word vocabulary"):
         model.load_state_dict(state)
 
 

@@ -71,8 +71,11 @@ def build_image_encoder(cfg) -> nn.Module:
     """The image path of ``cfg`` (see the module docstring)."""
     r = cfg.MODEL.RETRIEVAL
     if r.IMAGE_INPUT == "features":
+        if r.ADAPTATION_DIM:
+            raise ValueError("MODEL.RETRIEVAL.ADAPTATION_DIM needs IMAGE_INPUT 'pixels': precomputed features are "
+                             "pooled before any adaptation convolution")
         dim = feature_dim(_feature_file(cfg))
-        return FeatureImageEncoder(dim, build_projection(r.IMAGE_PROJECTION, dim, cfg), r.NORMALIZE_POOLED)
+        return FeatureImageEncoder(dim, build_projection(r.IMAGE_PROJECTION, dim, cfg), r.NORMALIZE_POOLED, r.POOLED_DROPOUT)
     backbone = build_backbone(cfg)
     if r.BACKBONE_WEIGHTS:
         load_backbone_weights(backbone, r.BACKBONE_WEIGHTS)
@@ -83,9 +86,14 @@ def build_image_encoder(cfg) -> nn.Module:
         raise ValueError(f"MODEL.RETRIEVAL.BACKBONE_FEATURE {r.BACKBONE_FEATURE!r} is not a backbone output "
                          f"({sorted(backbone.output_shape())}): add it to the backbone's OUT_FEATURES")
     channels = backbone.output_shape()[r.BACKBONE_FEATURE].channels
+    adaptation = nn.Conv2d(channels, r.ADAPTATION_DIM, 1, bias=r.ADAPTATION_BIAS) if r.ADAPTATION_DIM else None
+    if adaptation is not None and r.FREEZE_BACKBONE_ITERS < 0 and r.ADAPTATION_FROZEN_WITH_BACKBONE:
+        adaptation.requires_grad_(False)
+    pooled_dim = r.ADAPTATION_DIM or channels
     return PixelImageEncoder(backbone, r.BACKBONE_FEATURE, build_global_pooling(r.POOLING, r.WELDON_K_MAX, r.WELDON_K_MIN),
-                             build_projection(r.IMAGE_PROJECTION, channels, cfg), r.NORMALIZE_POOLED,
-                             backbone_trainable=r.FREEZE_BACKBONE_ITERS == 0)
+                             build_projection(r.IMAGE_PROJECTION, pooled_dim, cfg), r.NORMALIZE_POOLED,
+                             backbone_trainable=r.FREEZE_BACKBONE_ITERS == 0, adaptation=adaptation,
+                             adaptation_frozen_with_backbone=r.ADAPTATION_FROZEN_WITH_BACKBONE, dropout=r.POOLED_DROPOUT)
 
 
 def build_loss(cfg) -> nn.Module:

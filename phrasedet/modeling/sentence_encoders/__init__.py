@@ -2,6 +2,7 @@
 from .build import SENTENCE_ENCODER_REGISTRY, build_sentence_encoder, training_captions
 from .fixed_vector import FixedVectorSentenceEncoder
 from .gru import GRUSentenceEncoder
+from .word_vector_rnn import WordVectorRNNSentenceEncoder
 
 __all__ = ["SENTENCE_ENCODER_REGISTRY", "build_sentence_encoder", "training_captions", "FixedVectorSentenceEncoder",
-           "GRUSentenceEncoder"]
+           "GRUSentenceEncoder", "WordVectorRNNSentenceEncoder"]

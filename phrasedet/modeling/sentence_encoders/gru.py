@@ -21,15 +21,11 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from phrasedet.text import WordVocabulary
 from phrasedet.text.build import build_word_vectors
 
-from .build import SENTENCE_ENCODER_REGISTRY, training_captions
+from .build import SENTENCE_ENCODER_REGISTRY, check_fingerprint, fingerprint_value, training_captions
 
 __all__ = ["GRUSentenceEncoder"]
 
 logger = logging.getLogger(__name__)
-
-
-def _fingerprint_value(vocab: WordVocabulary) -> int:
-    return int(vocab.fingerprint()[:15], 16)  # fits in int64
 
 
 @SENTENCE_ENCODER_REGISTRY.register()
@@ -60,7 +56,7 @@ class GRUSentenceEncoder(nn.Module):
             self._init_from_word_vectors(word_vectors)
         self.gru = nn.GRU(word_dim, hidden, num_layers=num_layers, batch_first=True)
         self.projection = nn.Linear(hidden, embed_dim) if hidden_dim else nn.Identity()
-        self.register_buffer("vocab_fingerprint", torch.tensor([_fingerprint_value(vocab)], dtype=torch.long))
+        self.register_buffer("vocab_fingerprint", torch.tensor([fingerprint_value(vocab.fingerprint())], dtype=torch.long))
         self._empty_captions = 0
 
     @classmethod
@@ -85,11 +81,9 @@ class GRUSentenceEncoder(nn.Module):
         logger.info("GRUSentenceEncoder: %d of %d words initialized from the word vectors", len(known), len(self.vocab) - 2)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        key = prefix + "vocab_fingerprint"
-        if key in state_dict and int(state_dict[key].reshape(-1)[0]) != int(self.vocab_fingerprint[0]):
-            raise ValueError(f"{key}: the checkpoint was trained with another word vocabulary than the one built from "
-                             f"DATASETS.TRAIN now ({self.vocab!r}); use the training splits and "
-                             "MODEL.RETRIEVAL.GRU.MIN_WORD_COUNT it was trained with")
+        check_fingerprint(state_dict, prefix + "vocab_fingerprint", self.vocab_fingerprint,
+                          f"the word vocabulary built from DATASETS.TRAIN now ({self.vocab!r}); use the training "
+                          "splits and MODEL.RETRIEVAL.GRU.MIN_WORD_COUNT it was trained with")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def tokenize(self, captions) -> tuple:
