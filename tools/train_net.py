@@ -45,17 +45,16 @@ def setup(args):
 
 
 def visualize(cfg, model, num_images=4):
-    """Pictures (main process): the first test images of the first phrase-detection split with
-    their phrases' detections, and, for a ``DSVELoc`` model, the heatmaps of the first
+    """Pictures (main process): when the first test split is a phrase-detection one, its first
+    images with their phrases' detections; for a ``DSVELoc`` model, the heatmaps of the first
     ``TEST.POINTING.NUM_VISUALIZE`` queries of each pointing split."""
     if not comm.is_main_process():
         return
     model, log = getattr(model, "module", model), logging.getLogger("phrasedet")
     tasks = {name: dataset_task(name) for name in cfg.DATASETS.TEST}
-    detection = [name for name, task in tasks.items() if task == EVALUATOR_TYPE]
-    if detection and cfg.DATASETS.TEST[0] == detection[0]:
+    if cfg.DATASETS.TEST and tasks[cfg.DATASETS.TEST[0]] == EVALUATOR_TYPE:
         out = os.path.join(cfg.OUTPUT_DIR, "visualizations")
-        paths = save_test_visualizations(cfg, model, detection[0], out, num_images)
+        paths = save_test_visualizations(cfg, model, cfg.DATASETS.TEST[0], out, num_images)
         log.info("Saved %d pictures of test detections in %s", len(paths), out)
     for name in (n for n, task in tasks.items() if task == POINTING_EVALUATOR_TYPE and hasattr(model, "heatmaps")):
         out = os.path.join(cfg.OUTPUT_DIR, "visualizations", name)

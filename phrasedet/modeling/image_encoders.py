@@ -3,8 +3,9 @@
 * :class:`PixelImageEncoder`: backbone -> one output map -> optional 1x1 "adaptation"
   convolution (paper 004) -> global pooling (average, max, WELDON) -> optional L2 normalization
   (VSE++'s code normalizes the CNN feature when it runs the CNN) -> optional dropout (paper 004)
-  -> projection. :meth:`PixelImageEncoder.maps` gives the pre-pooling maps (DSVE-loc's heatmaps). The backbone can be frozen (no gradient, BatchNorm in inference mode),
-  fine-tuned, or frozen until an iteration (:attr:`backbone_trainable`, set by the trainer).
+  -> projection. :meth:`PixelImageEncoder.maps` gives the pre-pooling maps (DSVE-loc's
+  heatmaps). The backbone can be frozen (no gradient, BatchNorm in inference mode), fine-tuned,
+  or frozen until an iteration (:attr:`backbone_trainable`, set by the trainer).
 * :class:`FeatureImageEncoder`: a precomputed pooled feature -> the same normalization and
   projection. Features written by ``tools/extract_image_features.py`` are the pixel encoder's
   pooled features, so both paths give the same embedding for the same weights.
