@@ -53,10 +53,11 @@ def draw_heatmap(image_rgb: np.ndarray, heatmap: np.ndarray, point=None, box=Non
     return vis.output.get_image()
 
 
-def pointing_heatmaps(model, cfg, record: dict, texts: Sequence[str]):
+def pointing_heatmaps(model, cfg, record: dict, texts: Sequence[str], mapper: Optional[PointingDatasetMapper] = None):
     """Heatmaps [Q, h, w] and points [Q, 2] (original pixels) of ``texts`` in the image of
-    ``record`` (``file_name``, ``height``, ``width``), resized as the pointing mapper does."""
-    mapped = PointingDatasetMapper(cfg)({**record, "queries": [{"text": t} for t in texts]})
+    ``record`` (``file_name``, ``height``, ``width``), resized as the pointing mapper does
+    (``mapper``, built from ``cfg`` when not given)."""
+    mapped = (mapper or PointingDatasetMapper(cfg))({**record, "queries": [{"text": t} for t in texts]})
     was_training = model.training
     model.eval()
     try:
@@ -71,12 +72,12 @@ def save_pointing_visualizations(cfg, model, dataset_name: str, output_dir: str,
     """``<output_dir>/<image_id>_<k>.png`` for the first ``num_queries`` queries of a pointing
     split (``DatasetCatalog`` order): heatmap, point and ground-truth box. Returns the paths."""
     os.makedirs(output_dir, exist_ok=True)
-    paths, left = [], max(int(num_queries), 0)
+    paths, left, mapper = [], max(int(num_queries), 0), PointingDatasetMapper(cfg)
     for record in records if records is not None else DatasetCatalog.get(dataset_name):
         if left <= 0:
             break
         queries = record["queries"][:left]
-        heatmaps, points = pointing_heatmaps(model, cfg, record, [q["text"] for q in queries])
+        heatmaps, points = pointing_heatmaps(model, cfg, record, [q["text"] for q in queries], mapper)
         image = utils.convert_image_to_rgb(utils.read_image(record["file_name"], format=cfg.INPUT.FORMAT), cfg.INPUT.FORMAT)
         for k, (q, heatmap, point) in enumerate(zip(queries, heatmaps, points)):
             path = os.path.join(output_dir, f"{str(record['image_id']).replace(os.sep, '_')}_{k}.png")

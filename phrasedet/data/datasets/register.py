@@ -26,10 +26,15 @@ RETRIEVAL_EVALUATOR_TYPE = "retrieval"
 POINTING_EVALUATOR_TYPE = "pointing"
 
 
+def _register(name, loader, evaluator_type, metadata):
+    """``loader`` in DatasetCatalog under ``name``; ``evaluator_type`` (the task family) and ``metadata`` in MetadataCatalog."""
+    DatasetCatalog.register(name, loader)
+    MetadataCatalog.get(name).set(evaluator_type=evaluator_type, **metadata)
+
+
 def register_grounding_dataset(name, loader, metadata):
     """Register ``loader`` under ``name`` with ``evaluator_type`` and ``metadata`` in MetadataCatalog."""
-    DatasetCatalog.register(name, loader)
-    MetadataCatalog.get(name).set(evaluator_type=EVALUATOR_TYPE, **metadata)
+    _register(name, loader, EVALUATOR_TYPE, metadata)
 
 
 def register_flickr30k_entities(
@@ -66,8 +71,7 @@ def register_referit(name, refclef_root, image_root, split="train", split_by="be
 def register_caption_dataset(name, loader, metadata):
     """Register a caption (retrieval) split: ``loader`` in DatasetCatalog, ``metadata`` and
     ``evaluator_type="retrieval"`` in MetadataCatalog."""
-    DatasetCatalog.register(name, loader)
-    MetadataCatalog.get(name).set(evaluator_type=RETRIEVAL_EVALUATOR_TYPE, **metadata)
+    _register(name, loader, RETRIEVAL_EVALUATOR_TYPE, metadata)
 
 
 def register_flickr30k_captions(name, ann_root, image_root, split_file, unrelated_captions_file=None,
@@ -108,8 +112,7 @@ def register_vsepp_precomp(name, data_dir, split, **metadata):
 def register_pointing_dataset(name, loader, metadata):
     """Register a pointing-game split: ``loader`` (returning pointing records, :mod:`.pointing`) in
     DatasetCatalog, ``metadata`` and ``evaluator_type="pointing"`` in MetadataCatalog."""
-    DatasetCatalog.register(name, loader)
-    MetadataCatalog.get(name).set(evaluator_type=POINTING_EVALUATOR_TYPE, **metadata)
+    _register(name, loader, POINTING_EVALUATOR_TYPE, metadata)
 
 
 def register_visual_genome_pointing(name, region_descriptions_json, image_data_json, image_root, coco_images_json,

@@ -15,7 +15,17 @@ import numpy as np
 
 from .ground_truth import PhraseGroundTruth
 
-__all__ = ["PhraseColumns", "PhraseDetections"]
+__all__ = ["PhraseColumns", "PhraseDetections", "detection_arrays"]
+
+
+def detection_arrays(scores, boxes, dtype=np.float32) -> tuple:
+    """A phrase detector's output ``scores`` [P, K] (or [P]) and ``boxes`` [P, K, 4] (tensors or
+    arrays) -> numpy ``(scores [P, K], boxes [P, K, 4])`` of ``dtype``, on the CPU."""
+    scores, boxes = (np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=dtype)
+                     for x in (scores, boxes))
+    if scores.ndim == 1:
+        scores = scores[:, None]
+    return scores, boxes.reshape(scores.shape + (4,))
 
 
 class PhraseColumns:

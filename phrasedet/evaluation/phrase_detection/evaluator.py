@@ -6,13 +6,12 @@ import shutil
 from typing import Optional
 
 import numpy as np
-import torch
 from detectron2.evaluation import DatasetEvaluator
 from detectron2.utils import comm
 
 from phrasedet.data.statistics import training_vocabulary
 from .dataset import load_test_split, train_dataset_of
-from .detections import PhraseColumns, PhraseDetections
+from .detections import PhraseColumns, PhraseDetections, detection_arrays
 from .phrase_detection_ap import MODES, evaluate_phrase_detection
 from .predictions import PredictionWriter
 from .report import format_results_table
@@ -24,12 +23,6 @@ PREDICTIONS_FILE = "phrase_predictions.jsonl"
 PHRASE_APS_FILE = "phrase_aps.json"
 # Bytes of scores one process sends per gather round (bounds the memory of the gather).
 _GATHER_BYTES = 64 << 20
-
-
-def _numpy(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().to("cpu", torch.float32).numpy()
-    return np.asarray(x, dtype=np.float32)
 
 
 class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
@@ -111,11 +104,7 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
             if i is None:
                 raise ValueError(f"image_id {image_id!r} is not in dataset {self._dataset_name!r}")
             phrases = out["phrases"]
-            scores = _numpy(out["scores"])
-            boxes = _numpy(out["boxes"])
-            if scores.ndim == 1:
-                scores = scores[:, None]
-            boxes = boxes.reshape(scores.shape + (4,))
+            scores, boxes = detection_arrays(out["scores"], out["boxes"])
             columns = self._columns_of(phrases)
             if self._dets is None:
                 self._dets = PhraseDetections(self._gt, scores.shape[1])

@@ -19,6 +19,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from ..phrase_detection.detections import detection_arrays
+
 __all__ = ["OutputPoints", "box_centres", "detection_points"]
 
 
@@ -37,10 +39,7 @@ def box_centres(boxes) -> np.ndarray:
 def detection_points(rows: np.ndarray, scores, boxes) -> np.ndarray:
     """The centre of the top-scoring box of each of ``rows`` [Q] of ``scores [P, K]`` and
     ``boxes [P, K, 4]`` -> [Q, 2]; (NaN, NaN) for a row whose scores are all NaN."""
-    s = _float64(scores)
-    if s.ndim == 1:
-        s = s[:, None]
-    b = _float64(boxes).reshape(s.shape + (4,))
+    s, b = detection_arrays(scores, boxes, np.float64)
     s, b = s[rows], b[rows]
     none = np.isnan(s)
     top = np.where(none, -np.inf, s).argmax(axis=1)  # first maximum: the smaller k on ties

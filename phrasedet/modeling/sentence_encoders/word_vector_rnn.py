@@ -21,6 +21,7 @@ word vectors is an error.
 import logging
 import warnings
 
+import numpy as np
 import torch
 from detectron2.config import configurable
 from torch import nn
@@ -66,8 +67,8 @@ class WordVectorRNNSentenceEncoder(nn.Module):
         if rnn_type not in RNN_TYPES:
             raise ValueError(f"MODEL.RETRIEVAL.RNN.TYPE must be one of {RNN_TYPES}, got {rnn_type!r}")
         self.word_vectors = word_vectors
-        self._table = torch.cat([torch.zeros(1, word_vectors.vector_size),
-                                 torch.as_tensor(word_vectors.vectors, dtype=torch.float32)])  # row 0: unknown
+        # the word table itself (no copy when it is float32 already, as gensim keeps it)
+        self._table = torch.from_numpy(np.ascontiguousarray(word_vectors.vectors, dtype=np.float32))
         self.rnn_type = rnn_type
         k = word_vectors.vector_size
         if rnn_type == "sru":
@@ -93,12 +94,12 @@ class WordVectorRNNSentenceEncoder(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def word_rows(self, captions) -> tuple:
-        """captions -> (rows [C, T] long into the table, 0 = unknown word or padding; lengths [C] >= 1).
+        """captions -> (rows [C, T] long into the table, -1 = unknown word or padding; lengths [C] >= 1).
 
         Unknown words and captions without any word are counted and logged."""
         index = self.word_vectors.key_to_index
         words = [caption_words(c) for c in captions]
-        rows = [[index[w] + 1 if w in index else 0 for w in ws] or [0] for ws in words]
+        rows = [[index.get(w, -1) for w in ws] or [-1] for ws in words]
         oov = sum(1 for ws in words for w in ws if w not in index)
         empty = sum(1 for ws in words if not ws)
         if oov or empty:
@@ -107,7 +108,7 @@ class WordVectorRNNSentenceEncoder(nn.Module):
             logger.warning("WordVectorRNNSentenceEncoder: %d word(s) without a word vector and %d caption(s) without any "
                            "word read as zero vectors (%d and %d so far)", oov, empty, self.oov_words, self.empty_captions)
         lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
-        out = torch.zeros((len(rows), int(lengths.max())), dtype=torch.long)
+        out = torch.full((len(rows), int(lengths.max())), -1, dtype=torch.long)
         for i, r in enumerate(rows):
             out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
         return out, lengths
@@ -118,7 +119,8 @@ class WordVectorRNNSentenceEncoder(nn.Module):
         if len(captions) == 0:
             return torch.zeros((0, self.hidden_dim), device=device)
         rows, lengths = self.word_rows(captions)
-        inputs = self._table[rows].transpose(0, 1).to(device)  # [T, C, K]
+        known = (rows >= 0)[..., None]
+        inputs = (self._table[rows.clamp(min=0)] * known).transpose(0, 1).to(device)  # [T, C, K], zeros where unknown
         if self.rnn_type == "gru":
             _, hidden = self.rnn(pack_padded_sequence(inputs, lengths, enforce_sorted=False))
             return hidden[-1]
