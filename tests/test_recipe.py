@@ -13,7 +13,8 @@ from detectron2.config import get_cfg
 from torch import nn
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine.recipe import _check, _first_dataset, freeze_all_but, load_weights
+from phrasedet.engine.recipe import _check, _first_dataset
+from phrasedet.engine.stages import freeze_all_but, load_weights
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = [
@@ -89,6 +90,11 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     # --eval-only rebuilds the CCA-shaped model from the recipe's folder and gives the same numbers
     log = _run("cite_cca.yaml", tmp_path, "--eval-only", "MODEL.WEIGHTS", str(stage3 / "model_final.pth"))
     assert "Starting training" not in log and _results(log) == final
+    # ... also into another folder: the CCA is then found next to MODEL.WEIGHTS (the recipe's folder is untouched)
+    mtime = os.path.getmtime(tmp_path / "results.json")
+    log = _run("cite_cca.yaml", tmp_path / "elsewhere", "--eval-only", "MODEL.WEIGHTS", str(stage3 / "model_final.pth"))
+    assert _results(log) == final and os.path.getmtime(tmp_path / "results.json") == mtime
+    assert json.loads((tmp_path / "elsewhere" / "results.json").read_text())["final_model"] == str(stage3 / "model_final.pth")
 
 
 @pytest.mark.usefixtures("builtin_root")
@@ -172,3 +178,16 @@ def test_load_weights_names_what_does_not_fit(tmp_path):
     fresh = _toy()
     load_weights(fresh, str(path), drop=("extra.",))
     assert torch.equal(fresh[0].weight, model[0].weight)
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_eval_only_without_the_recipe_s_cca_names_both_places_it_looked(tmp_path):
+    from phrasedet.engine.recipe import build_recipe_model
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(os.path.join(ROOT, "configs", "cite_cca.yaml"))
+    cfg.merge_from_list(["OUTPUT_DIR", str(tmp_path / "out"), "MODEL.WEIGHTS", str(tmp_path / "recipe" / "stage3_classifier" / "m.pth"),
+                         "PHRASEDET.TEXT.WORD2VEC_EPOCHS", 1])
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path}/out/stage2_cca/cca.npz or {tmp_path}/recipe/stage2_cca/cca.npz")):
+        build_recipe_model(cfg)

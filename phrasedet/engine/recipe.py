@@ -21,9 +21,8 @@ per bucket whether CCA initialization beat random initialization (``init_compari
 
 The last stage evaluates on ``DATASETS.TEST``; the earlier ones do not. The final results and the
 final model's path (and the comparison, when asked) also go to ``<OUTPUT_DIR>/results.json``.
-With ``--resume`` a finished stage (its ``model_final.pth`` or ``cca.npz`` exists) is not run
-again, the interrupted one continues from its last checkpoint, and the last stage, when finished,
-only evaluates (as Detectron2's ``--resume`` does). Without ``--resume`` every stage starts afresh.
+Stages run with the shared mechanism of :mod:`.stages` (``--resume`` continues in the interrupted
+stage; a fitted ``cca.npz`` is reused like a finished stage).
 
 With several processes, stages 1, 3 and 4 train with all of them; the main process fits the
 CCA (reading the whole training set) while the others wait.
@@ -31,33 +30,24 @@ CCA (reading the whole training set) while the others wait.
 import json
 import logging
 import os
-from dataclasses import dataclass
-from typing import Callable, Optional
 
-import torch
-from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.utils import comm
-from detectron2.utils.env import seed_all_rng
-from torch import nn
 
 from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers
 
 from .init_comparison import compare_initializations, format_comparison
-from .optimizer import OPTIMIZERS, build_optimizer
+from .optimizer import OPTIMIZERS
+from .stages import Stage, freeze_all_but, load_weights, run_stage, run_stages, stage_config, stage_solver
 from .trainer import PhrasedetTrainer
 
 __all__ = [
-    "RecipeStage",
     "build_recipe_model",
     "cca_path",
     "detector_stage",
     "fit_or_load_cca",
-    "freeze_all_but",
-    "load_weights",
     "random_init_stages",
     "recipe_stages",
     "run_recipe",
-    "run_stage",
 ]
 
 logger = logging.getLogger("phrasedet.recipe")
@@ -66,39 +56,7 @@ STAGE_DIRS = ("stage1_detector", "stage2_cca", "stage3_classifier", "stage4_fine
 RANDOM_INIT_SUFFIX = "_random_init"  # folders of the random-init baseline (RECIPE.COMPARE_RANDOM_INIT)
 
 
-@dataclass
-class RecipeStage:
-    """One training stage: its frozen config, the optimizer name and the model preparation
-    (``prepare(model)``, run after building the model and before the optimizer sees it)."""
-
-    name: str
-    cfg: object
-    optimizer: str = "SGD"
-    prepare: Optional[Callable[[nn.Module], None]] = None
-
-    @property
-    def final_weights(self) -> str:
-        return os.path.join(self.cfg.OUTPUT_DIR, "model_final.pth")
-
-
 # ---------------------------------------------------------------- configs
-def _derived(cfg, folder: str, evaluate: bool, **solver):
-    c = cfg.clone()
-    c.defrost()
-    c.OUTPUT_DIR = os.path.join(cfg.OUTPUT_DIR, folder)
-    c.MODEL.WEIGHTS = ""  # stages load their inputs in ``prepare``
-    if not evaluate:
-        c.DATASETS.TEST = ()
-    for key, value in solver.items():
-        c.SOLVER[key] = value
-    c.freeze()
-    return c
-
-
-def _stage_solver(iters: int, lr: float, steps, cfg) -> dict:
-    return {"MAX_ITER": iters, "BASE_LR": lr, "STEPS": tuple(steps), "WARMUP_ITERS": min(cfg.SOLVER.WARMUP_ITERS, iters)}
-
-
 def _check(cfg) -> None:
     r = cfg.PHRASEDET.RECIPE
     for key in ("CLASSIFIER_OPTIMIZER", "FINETUNE_OPTIMIZER"):
@@ -127,15 +85,15 @@ def cca_path(cfg) -> str:
     return os.path.join(cfg.OUTPUT_DIR, STAGE_DIRS[1], "cca.npz")
 
 
-def detector_stage(cfg) -> RecipeStage:
+def detector_stage(cfg) -> Stage:
     """Stage 1: ``SOLVER.*`` as given, classifier ``RECIPE.DETECTOR_CLASSIFIER``, no cascade."""
-    c = _derived(cfg, STAGE_DIRS[0], evaluate=False)
+    c = stage_config(cfg, STAGE_DIRS[0], evaluate=False)
     c.defrost()
     c.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = cfg.PHRASEDET.RECIPE.DETECTOR_CLASSIFIER
     c.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK = 0
     c.MODEL.WEIGHTS = cfg.MODEL.WEIGHTS  # e.g. an ImageNet or COCO backbone
     c.freeze()
-    return RecipeStage(STAGE_DIRS[0], c)
+    return Stage(STAGE_DIRS[0], c, weight_decay=0.0)
 
 
 def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
@@ -151,15 +109,16 @@ def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
         _apply_cca(cfg, model, cca_layers)
         freeze_all_but(model, model.roi_heads.classifier)
 
-    c3 = _derived(cfg, STAGE_DIRS[2] + suffix, not finetune, **_stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
-    stages = [RecipeStage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier)]
+    c3 = stage_config(cfg, STAGE_DIRS[2] + suffix, not finetune, **stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
+    # Adam as the CITE code, without weight decay (its regularizers are in the losses)
+    stages = [Stage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier, weight_decay=0.0)]
     if finetune:
         def prepare_finetune(model):
             _apply_cca(cfg, model, cca_layers)
             load_weights(model, stages[0].final_weights)
 
-        c4 = _derived(cfg, STAGE_DIRS[3] + suffix, True, **_stage_solver(r.FINETUNE_ITERS, r.FINETUNE_LR, r.FINETUNE_STEPS, cfg))
-        stages.append(RecipeStage(STAGE_DIRS[3] + suffix, c4, r.FINETUNE_OPTIMIZER, prepare_finetune))
+        c4 = stage_config(cfg, STAGE_DIRS[3] + suffix, True, **stage_solver(r.FINETUNE_ITERS, r.FINETUNE_LR, r.FINETUNE_STEPS, cfg))
+        stages.append(Stage(STAGE_DIRS[3] + suffix, c4, r.FINETUNE_OPTIMIZER, prepare_finetune, weight_decay=0.0))
     return stages
 
 
@@ -174,19 +133,6 @@ def random_init_stages(cfg, detector_weights: str, cca_layers):
 
 
 # ---------------------------------------------------------------- model surgery
-def load_weights(model: nn.Module, path: str, drop=(), may_miss=()) -> None:
-    """Load a Detectron2 checkpoint's ``model`` into ``model``, leaving out keys starting with a
-    prefix in ``drop``; every other key must match, and only keys under ``may_miss`` may be absent."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    state = state.get("model", state)
-    state = {k: v for k, v in state.items() if not k.startswith(tuple(drop))}
-    result = model.load_state_dict(state, strict=False)
-    missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss))]
-    if missing or result.unexpected_keys:
-        raise ValueError(f"{path} does not fit the model: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}")
-    logger.info("Loaded %d tensors from %s%s", len(state), path, f" (left out {', '.join(drop)})" if drop else "")
-
-
 def _apply_cca(cfg, model, cca_layers) -> None:
     """CCA-initialize the classifier (``RECIPE.CCA_INIT``) and load the cascade's shortlist."""
     heads, n = model.roi_heads, cfg.PHRASEDET.CCA.SCORE_LAYERS
@@ -202,83 +148,26 @@ def _apply_cca(cfg, model, cca_layers) -> None:
         heads.shortlist.load_projection(cca_layers[:n])
 
 
-def _keep_eval_mode(module, inputs):
-    module.training = False  # a frozen BatchNorm normalizes with, and keeps, its running statistics
-
-
-def freeze_all_but(model: nn.Module, trainable: nn.Module) -> None:
-    """Stop gradients to every parameter outside ``trainable`` and keep the BatchNorm layers
-    outside it in inference mode, even under ``model.train()``."""
-    keep_params = {id(p) for p in trainable.parameters()}
-    keep_modules = {id(m) for m in trainable.modules()}
-    for p in model.parameters():
-        if id(p) not in keep_params:
-            p.requires_grad_(False)
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm) and id(m) not in keep_modules:
-            m.register_forward_pre_hook(_keep_eval_mode)
-
-
 def build_recipe_model(cfg):
     """The final model of a recipe config, shaped to load its checkpoints (``--eval-only``): the
-    classifier's CCA-initialized layers and the cascade's shortlist are sized from
-    ``<OUTPUT_DIR>/stage2_cca/cca.npz``."""
+    classifier's CCA-initialized layers and the cascade's shortlist are sized from the recipe's
+    ``stage2_cca/cca.npz``: ``OUTPUT_DIR``'s, else that of the recipe ``MODEL.WEIGHTS`` comes from
+    (``<recipe>/stage3_classifier/model_final.pth`` -> ``<recipe>/stage2_cca/cca.npz``)."""
     model = PhrasedetTrainer.build_model(cfg)
     if _needs_cca(cfg):
-        path = cca_path(cfg)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path}: the recipe's CCA is needed to shape the model (set OUTPUT_DIR to the recipe's folder)")
+        candidates = [cca_path(cfg)]
+        if cfg.MODEL.WEIGHTS:
+            recipe_dir = os.path.dirname(os.path.dirname(os.path.abspath(cfg.MODEL.WEIGHTS)))
+            candidates.append(os.path.join(recipe_dir, STAGE_DIRS[1], "cca.npz"))
+        path = next((p for p in candidates if os.path.isfile(p)), None)
+        if path is None:
+            raise FileNotFoundError(f"{' or '.join(candidates)}: the recipe's CCA is needed to shape the model (set OUTPUT_DIR "
+                                    "to the recipe's folder, or MODEL.WEIGHTS to a checkpoint of one of its stages)")
         _apply_cca(cfg, model, load_cca_layers(path))
     return model
 
 
 # ---------------------------------------------------------------- running
-def _trainer_class(stage: RecipeStage):
-    class StageTrainer(PhrasedetTrainer):
-        prebuilt = None  # a model built (and prepared) already, handed to the next build_model call
-
-        @classmethod
-        def build_model(cls, cfg):
-            if cls.prebuilt is not None:
-                model, cls.prebuilt = cls.prebuilt, None
-                return model
-            model = super().build_model(cfg)
-            if stage.prepare is not None:
-                stage.prepare(model)
-            return model
-
-        @classmethod
-        def build_optimizer(cls, cfg, model):
-            # Adam as the CITE code, without weight decay (its regularizers are in the losses)
-            return build_optimizer(cfg, model, stage.optimizer, weight_decay=0.0)
-
-    StageTrainer.__name__ = f"{stage.name}_trainer"
-    return StageTrainer
-
-
-def run_stage(stage: RecipeStage, resume: bool, final: bool):
-    """Train one stage (or evaluate it when finished and final). Returns (model, results)."""
-    if resume and not final and os.path.isfile(stage.final_weights):
-        logger.info("Stage %s: finished before (%s), not run again", stage.name, stage.final_weights)
-        return None, None
-    if stage.cfg.SEED >= 0:  # each stage starts from its own seed: the same with or without the stages before it
-        seed_all_rng(stage.cfg.SEED + comm.get_rank())
-    trainer_cls = _trainer_class(stage)
-    model = trainer_cls.build_model(stage.cfg)
-    if stage.cfg.SOLVER.MAX_ITER == 0 or not any(p.requires_grad for p in model.parameters()):
-        logger.info("Stage %s: nothing to train; saving the model as it is", stage.name)
-        os.makedirs(stage.cfg.OUTPUT_DIR, exist_ok=True)
-        DetectionCheckpointer(model, save_dir=stage.cfg.OUTPUT_DIR).save("model_final")
-        comm.synchronize()
-        return model, (trainer_cls.test(stage.cfg, model) if final else None)
-    trainer_cls.prebuilt = model
-    logger.info("Stage %s: training for %d iterations in %s", stage.name, stage.cfg.SOLVER.MAX_ITER, stage.cfg.OUTPUT_DIR)
-    trainer = trainer_cls(stage.cfg)
-    trainer.resume_or_load(resume=resume)
-    trainer.train()
-    return getattr(trainer.model, "module", trainer.model), getattr(trainer, "_last_eval_results", None)
-
-
 def fit_or_load_cca(cfg, detector_weights: str, resume: bool):
     """Stage 2: the stacked CCA of the stage-1 detector (fitted by the main process, saved as
     ``cca.npz``; loaded instead when resuming and the file exists)."""
@@ -294,14 +183,6 @@ def fit_or_load_cca(cfg, detector_weights: str, resume: bool):
             logger.info("Stage %s: saved %d CCA layers to %s", STAGE_DIRS[1], len(layers), path)
         comm.synchronize()
     return load_cca_layers(path)
-
-
-def _run_stages(stages, resume: bool):
-    """Run stages 3 (and 4); the last one evaluates. Returns (its model, its results)."""
-    model, results = None, None
-    for i, stage in enumerate(stages):
-        model, results = run_stage(stage, resume, final=i == len(stages) - 1)
-    return model, results
 
 
 def _first_dataset(cfg, results) -> dict:
@@ -332,11 +213,11 @@ def run_recipe(cfg, resume: bool = False):
         detector_weights = stage1.final_weights
     cca_layers = fit_or_load_cca(cfg, detector_weights, resume) if _needs_cca(cfg) else None
     stages = recipe_stages(cfg, detector_weights, cca_layers)
-    model, results = _run_stages(stages, resume)
+    model, results = run_stages(stages, resume)
     summary = {"final_model": stages[-1].final_weights, "results": results}
     if r.COMPARE_RANDOM_INIT:
         baseline = random_init_stages(cfg, detector_weights, cca_layers)
-        _, random_results = _run_stages(baseline, resume)
+        _, random_results = run_stages(baseline, resume)
         summary["random_init"] = {"final_model": baseline[-1].final_weights, "results": random_results}
         if comm.is_main_process():
             summary["comparison"] = _compare_with_random_init(cfg, results, random_results)

@@ -1,0 +1,164 @@
+"""Staged training in one command, shared by every family's multi-stage recipe.
+
+A recipe is a list of :class:`Stage`: each has its own frozen config whose ``OUTPUT_DIR`` is a
+folder of the run's ``OUTPUT_DIR`` (:func:`stage_config`), an optimizer, and a ``prepare(model)``
+step run after the model is built and before the optimizer sees it (load the previous stage's
+weights, freeze parts). :func:`run_stages` runs them in order; the last one evaluates.
+
+``--resume`` semantics (the same for every recipe): a stage whose ``model_final.pth`` exists is
+not run again, the interrupted stage continues from its last checkpoint, and the last stage, when
+finished, only evaluates (as Detectron2's ``--resume`` does). Without ``--resume`` every stage
+starts afresh. Each stage seeds the random generators from ``SEED`` (plus the process rank), so a
+stage trains the same whether the stages before it ran in this process or an earlier one.
+
+Users: paper 003's phrase-detection recipe (:mod:`.recipe`) and paper 001's two-stage
+instance-loss schedule (:mod:`.instance_recipe`).
+"""
+import logging
+import os
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+from detectron2.checkpoint import DetectionCheckpointer
+from detectron2.utils import comm
+from detectron2.utils.env import seed_all_rng
+from torch import nn
+
+from .optimizer import build_optimizer
+from .trainer import PhrasedetTrainer
+
+__all__ = ["Stage", "freeze_all_but", "load_weights", "run_stage", "run_stages", "stage_config", "stage_solver"]
+
+logger = logging.getLogger("phrasedet.stages")
+
+
+@dataclass
+class Stage:
+    """One training stage.
+
+    Attributes:
+        name: its folder name (under the run's ``OUTPUT_DIR``) and its name in the log.
+        cfg: its frozen config (``OUTPUT_DIR`` is the stage folder).
+        optimizer: ``"SGD"`` or ``"Adam"`` (:func:`.optimizer.build_optimizer`).
+        prepare: ``prepare(model)``, run after building the model and before the optimizer.
+        weight_decay: the optimizer's weight decay; ``None`` = ``SOLVER.WEIGHT_DECAY``.
+    """
+
+    name: str
+    cfg: object
+    optimizer: str = "SGD"
+    prepare: Optional[Callable[[nn.Module], None]] = None
+    weight_decay: Optional[float] = None
+
+    @property
+    def final_weights(self) -> str:
+        return os.path.join(self.cfg.OUTPUT_DIR, "model_final.pth")
+
+
+def stage_config(cfg, folder: str, evaluate: bool, **solver):
+    """A frozen copy of ``cfg`` for a stage: ``OUTPUT_DIR/<folder>``, no ``MODEL.WEIGHTS`` (stages
+    load their inputs in ``prepare``), no test splits unless ``evaluate``, ``SOLVER.<key>`` set
+    from ``solver``."""
+    c = cfg.clone()
+    c.defrost()
+    c.OUTPUT_DIR = os.path.join(cfg.OUTPUT_DIR, folder)
+    c.MODEL.WEIGHTS = ""
+    if not evaluate:
+        c.DATASETS.TEST = ()
+    for key, value in solver.items():
+        c.SOLVER[key] = value
+    c.freeze()
+    return c
+
+
+def stage_solver(iters: int, lr: float, steps, cfg) -> dict:
+    """``SOLVER`` keys of a stage trained ``iters`` iterations from ``lr``, decayed at ``steps``
+    (warm-up no longer than the stage)."""
+    return {"MAX_ITER": iters, "BASE_LR": lr, "STEPS": tuple(steps), "WARMUP_ITERS": min(cfg.SOLVER.WARMUP_ITERS, iters)}
+
+
+# ---------------------------------------------------------------- model surgery
+def load_weights(model: nn.Module, path: str, drop=(), may_miss=()) -> None:
+    """Load a Detectron2 checkpoint's ``model`` into ``model``, leaving out keys starting with a
+    prefix in ``drop``; every other key must match, and only keys under ``may_miss`` may be absent."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = state.get("model", state)
+    state = {k: v for k, v in state.items() if not k.startswith(tuple(drop))}
+    result = model.load_state_dict(state, strict=False)
+    missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss))]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"{path} does not fit the model: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}")
+    logger.info("Loaded %d tensors from %s%s", len(state), path, f" (left out {', '.join(drop)})" if drop else "")
+
+
+def _keep_eval_mode(module, inputs):
+    module.training = False  # a frozen BatchNorm normalizes with, and keeps, its running statistics
+
+
+def freeze_all_but(model: nn.Module, trainable: nn.Module) -> None:
+    """Stop gradients to every parameter outside ``trainable`` and keep the BatchNorm layers
+    outside it in inference mode, even under ``model.train()``."""
+    keep_params = {id(p) for p in trainable.parameters()}
+    keep_modules = {id(m) for m in trainable.modules()}
+    for p in model.parameters():
+        if id(p) not in keep_params:
+            p.requires_grad_(False)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and id(m) not in keep_modules:
+            m.register_forward_pre_hook(_keep_eval_mode)
+
+
+# ---------------------------------------------------------------- running
+def _trainer_class(stage: Stage):
+    class StageTrainer(PhrasedetTrainer):
+        prebuilt = None  # a model built (and prepared) already, handed to the next build_model call
+
+        @classmethod
+        def build_model(cls, cfg):
+            if cls.prebuilt is not None:
+                model, cls.prebuilt = cls.prebuilt, None
+                return model
+            model = super().build_model(cfg)
+            if stage.prepare is not None:
+                stage.prepare(model)
+            return model
+
+        @classmethod
+        def build_optimizer(cls, cfg, model):
+            return build_optimizer(cfg, model, stage.optimizer, weight_decay=stage.weight_decay)
+
+    StageTrainer.__name__ = f"{stage.name}_trainer"
+    return StageTrainer
+
+
+def run_stage(stage: Stage, resume: bool, final: bool):
+    """Train one stage (or evaluate it when finished and final). Returns (model, results); both
+    ``None`` for a finished earlier stage that is skipped."""
+    if resume and not final and os.path.isfile(stage.final_weights):
+        logger.info("Stage %s: finished before (%s), not run again", stage.name, stage.final_weights)
+        return None, None
+    if stage.cfg.SEED >= 0:  # each stage starts from its own seed: the same with or without the stages before it
+        seed_all_rng(stage.cfg.SEED + comm.get_rank())
+    trainer_cls = _trainer_class(stage)
+    model = trainer_cls.build_model(stage.cfg)
+    if stage.cfg.SOLVER.MAX_ITER == 0 or not any(p.requires_grad for p in model.parameters()):
+        logger.info("Stage %s: nothing to train; saving the model as it is", stage.name)
+        os.makedirs(stage.cfg.OUTPUT_DIR, exist_ok=True)
+        DetectionCheckpointer(model, save_dir=stage.cfg.OUTPUT_DIR).save("model_final")
+        comm.synchronize()
+        return model, (trainer_cls.test(stage.cfg, model) if final else None)
+    trainer_cls.prebuilt = model
+    logger.info("Stage %s: training for %d iterations in %s", stage.name, stage.cfg.SOLVER.MAX_ITER, stage.cfg.OUTPUT_DIR)
+    trainer = trainer_cls(stage.cfg)
+    trainer.resume_or_load(resume=resume)
+    trainer.train()
+    return getattr(trainer.model, "module", trainer.model), getattr(trainer, "_last_eval_results", None)
+
+
+def run_stages(stages, resume: bool):
+    """Run ``stages`` in order; the last one evaluates. Returns (its model, its results)."""
+    model, results = None, None
+    for i, stage in enumerate(stages):
+        model, results = run_stage(stage, resume, final=i == len(stages) - 1)
+    return model, results
