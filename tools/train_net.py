@@ -9,8 +9,9 @@ image-sentence retrieval (``configs/retrieval/*.yaml``, ``ImageTextEmbedding``) 
 game (``configs/pointing/*.yaml``, ``DSVELoc``); the splits' ``evaluator_type`` picks the loaders
 and the evaluator. A config with ``PHRASEDET.RECIPE.ENABLED``
 runs paper 003's staged recipe (detector, CCA, classifier, optional fine-tuning; see
-``phrasedet/engine/recipe.py``), ``--resume`` continuing in the interrupted stage; other configs
-train one model. ``--num-gpus N`` starts N processes; on a machine without a GPU they train on the
+``phrasedet/engine/recipe.py``) and one with ``PHRASEDET.RETRIEVAL_STAGES.ENABLED`` paper 001's
+two stages (``phrasedet/engine/retrieval_stages.py``), ``--resume`` continuing in the
+interrupted stage; other configs train one model. ``--num-gpus N`` starts N processes; on a machine without a GPU they train on the
 CPU with gloo.
 """
 import json
@@ -27,7 +28,8 @@ from detectron2.utils.logger import setup_logger
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE
-from phrasedet.engine import PhrasedetTrainer, build_recipe_model, dataset_task, finish_distributed, run_recipe
+from phrasedet.engine import (PhrasedetTrainer, build_recipe_model, dataset_task, finish_distributed, run_recipe,
+                              run_retrieval_stages)
 from phrasedet.utils import save_pointing_visualizations, save_test_visualizations
 
 
@@ -81,6 +83,10 @@ def run(args):
     if recipe:
         model, results = run_recipe(cfg, resume=args.resume)
         visualize(cfg, model)
+        return results
+    if cfg.PHRASEDET.RETRIEVAL_STAGES.ENABLED:
+        model, results, final_model = run_retrieval_stages(cfg, resume=args.resume)
+        write_results(cfg, results, final_model)
         return results
     trainer = PhrasedetTrainer(cfg)
     trainer.resume_or_load(resume=args.resume)

@@ -1,5 +1,5 @@
-"""``add_retrieval_config``: global image-sentence retrieval (papers 000 and 002):
-``MODEL.RETRIEVAL``, ``INPUT.RETRIEVAL``, ``TEST.RETRIEVAL``."""
+"""``add_retrieval_config``: global image-sentence retrieval (papers 000, 001 and 002):
+``MODEL.RETRIEVAL``, ``INPUT.RETRIEVAL``, ``TEST.RETRIEVAL``, ``PHRASEDET.RETRIEVAL_STAGES``."""
 from detectron2.config import CfgNode as CN
 
 __all__ = ["add_retrieval_config"]
@@ -41,7 +41,7 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.IMAGE_PROJECTION = "linear"
     # L2-normalize the image embedding (VSE++; VSE0 was trained without: --no_imgnorm).
     _C.MODEL.RETRIEVAL.NORMALIZE_IMAGE = True
-    # Sentence encoder from SENTENCE_ENCODER_REGISTRY: "GRUSentenceEncoder" (VSE++) or "FixedVectorSentenceEncoder" (paper 000) or "WordVectorRNNSentenceEncoder" (paper 004, RNN.*).
+    # Sentence encoder from SENTENCE_ENCODER_REGISTRY: "GRUSentenceEncoder" (VSE++) or "FixedVectorSentenceEncoder" (paper 000) or "WordVectorRNNSentenceEncoder" (paper 004, RNN.*) or "TextCNNSentenceEncoder" (paper 001, TEXT_CNN.*).
     _C.MODEL.RETRIEVAL.SENTENCE_ENCODER = "GRUSentenceEncoder"
     # Image-sentence score: "cosine" (embedding networks) or "similarity_network" (paper 000's similarity network).
     _C.MODEL.RETRIEVAL.SCORE = "cosine"
@@ -78,6 +78,32 @@ def add_retrieval_config(cfg):
     # The SRU of paper 004's code: v1 semantics with tanh and skip term, no rescaling; False: sru's current defaults.
     _C.MODEL.RETRIEVAL.RNN.SRU_V1 = True
 
+    _C.MODEL.RETRIEVAL.TEXT_CNN = CN()
+    # TextCNNSentenceEncoder (paper 001): word embedding size, the 1x1 conv of one-hot words (paper: 300).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.WORD_DIM = 300
+    # Training-caption words seen fewer times map to <unk> (paper: every training word word2vec knows; here 1 = every training word).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.MIN_WORD_COUNT = 1
+    # Initialize the word embeddings from PHRASEDET.TEXT's word vectors (paper: word2vec, +1-2 R@1; their size must be WORD_DIM, e.g. PHRASEDET.TEXT.WORD2VEC_DIM 300); False: Glorot uniform (paper's baseline).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.INIT_WORD_VECTORS = True
+    # Learning-rate factor of the word embedding (its lr_factor attribute, applied by the optimizer builder). Paper code: 1e-3 with SGD base lr 0.1, an effective 1e-4 that keeps the word2vec vectors nearly fixed; default 0.1: they adapt, ten times slower than the rest (with the retrieval configs' Adam at 2e-4, 1e-3 would leave them practically frozen).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.WORD_LR_FACTOR = 0.1
+    # Fixed caption length in words: longer captions lose their final words, shorter ones are zero-padded (paper: 32 for Flickr30K and COCO, 56 for CUHK-PEDES).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.MAX_LENGTH = 32
+    # Position shift in training: the words start at a uniform offset in {0, ..., MAX_LENGTH - n} (paper: +5 R@1; released code); False or eval: left-aligned.
+    _C.MODEL.RETRIEVAL.TEXT_CNN.POSITION_SHIFT = True
+    # Bottleneck blocks per stage (paper code, "ResNet-50-like": [3, 4, 6, 1]).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.STAGE_DEPTHS = [3, 4, 6, 1]
+    # Output channels of each stage's blocks (paper code: [256, 512, 1024, 2048]).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.STAGE_WIDTHS = [256, 512, 1024, 2048]
+    # Stride of each stage's first block, on its width-2 conv (paper code: [1, 2, 2, 1], 32 -> 8 positions).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.STAGE_STRIDES = [1, 2, 2, 1]
+    # A block's bottleneck width is its output width // BOTTLENECK_RATIO (ResNet and paper code: 4).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.BOTTLENECK_RATIO = 4
+    # Hidden size of the head FC -> BN -> ReLU -> Dropout -> FC after average pooling; 0 = EMBED_DIM (paper: 2048 = EMBED_DIM).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.HEAD_HIDDEN_DIM = 0
+    # Dropout of the head after its ReLU (paper: 0.75; code: 0.5).
+    _C.MODEL.RETRIEVAL.TEXT_CNN.DROPOUT = 0.5
+
     _C.MODEL.RETRIEVAL.FIXED_VECTOR = CN()
     # Projection of the fixed sentence vector (PHRASEDET.TEXT.ENCODER "mean" or "fisher", whole caption): "two_layer" (paper 000) or "linear".
     _C.MODEL.RETRIEVAL.FIXED_VECTOR.PROJECTION = "two_layer"
@@ -111,6 +137,14 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.LOSS.MASK_SAME_IMAGE = True
     # With several processes, negatives come from the whole global batch (embeddings gathered, gradients kept for the local part); False: each process's own batch.
     _C.MODEL.RETRIEVAL.LOSS.GATHER_NEGATIVES = True
+    # Weight of this loss in the total (paper 001's lambda_1: 1 in its stage II, 0 in stage I; its COCO code: 2); 0 = not computed.
+    _C.MODEL.RETRIEVAL.LOSS.WEIGHT = 1.0
+
+    _C.MODEL.RETRIEVAL.INSTANCE_LOSS = CN()
+    # Paper 001's instance loss: a bias-free classifier shared by both modalities, one class per DATASETS.TRAIN image, on the unnormalized features. Weight of the image term (lambda_2: 1); 0 with TEXT_WEIGHT 0 = no instance loss.
+    _C.MODEL.RETRIEVAL.INSTANCE_LOSS.IMAGE_WEIGHT = 0.0
+    # Weight of the caption term (lambda_3: 1; paper 001's COCO code: 0.1).
+    _C.MODEL.RETRIEVAL.INSTANCE_LOSS.TEXT_WEIGHT = 0.0
 
     _C.INPUT.RETRIEVAL = CN()
     # Captions per training image, drawn afresh each time the image is loaded: 1 (VSE++), 2 (paper 000's neighbourhood sampling), 0 = all.
@@ -131,3 +165,19 @@ def add_retrieval_config(cfg):
     _C.TEST.RETRIEVAL.IMS_PER_BATCH = 1
     # Save the test embeddings (or, for the similarity network, the score matrix) to <OUTPUT_DIR>/inference/<dataset>/ for tools/evaluate_retrieval.py.
     _C.TEST.RETRIEVAL.SAVE_EMBEDDINGS = True
+    # Image features are the average of the image's and its horizontal flip's (paper 001); needs IMAGE_INPUT "pixels".
+    _C.TEST.RETRIEVAL.FLIP_AVERAGE = False
+
+    _C.PHRASEDET.RETRIEVAL_STAGES = CN()
+    # Paper 001's two stages in one run (phrasedet/engine/retrieval_stages.py): stage I with the image CNN frozen, then stage II as the config says (SOLVER.*, MODEL.RETRIEVAL.*); --resume continues in the interrupted stage.
+    _C.PHRASEDET.RETRIEVAL_STAGES.ENABLED = False
+    # Stage I iterations (0: no stage I, the config trains in one stage).
+    _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_ITERS = 0
+    # Stage I learning rate (paper 001: 0.001).
+    _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_LR = 0.001
+    # Stage I learning-rate decay steps (x SOLVER.GAMMA).
+    _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_STEPS = []
+    # Stage I weight of MODEL.RETRIEVAL.LOSS (paper 001: 0, the instance loss only; 1 gives the "only ranking loss" baseline both stages).
+    _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_LOSS_WEIGHT = 0.0
+    # Stage I on precomputed features of the frozen CNN (tools/extract_image_features.py, the same backbone and weights): much faster on CPU, the same embeddings; stage II then loads stage I's weights with the backbone of MODEL.RETRIEVAL.BACKBONE_WEIGHTS; "" = stage I on pixels.
+    _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR = ""

@@ -1,11 +1,19 @@
-"""``ImageTextEmbedding``: images and sentences in one space (papers 000 and 002; the retrieval family).
+"""``ImageTextEmbedding``: images and sentences in one space (papers 000, 001 and 002; the retrieval family).
 
 Image path (:mod:`..image_encoders`): a Detectron2 backbone with global pooling (average, max,
 WELDON) and a projection (VSE++'s linear layer or paper 000's two-layer branch), or precomputed
 features with the same projection. Text path: a sentence encoder from
-``SENTENCE_ENCODER_REGISTRY`` (VSE++'s GRU, paper 000's branch over a fixed sentence vector).
-Both embeddings are L2-normalized (the image one unless ``NORMALIZE_IMAGE`` is off, VSE0's
-variant). Scores: cosine, or paper 000's similarity network (:mod:`..scorers`).
+``SENTENCE_ENCODER_REGISTRY`` (VSE++'s GRU, paper 000's branch over a fixed sentence vector,
+paper 001's text CNN). Both embeddings are L2-normalized (the image one unless
+``NORMALIZE_IMAGE`` is off, VSE0's variant). Scores: cosine, or paper 000's similarity network
+(:mod:`..scorers`).
+
+Losses: the ranking or logistic loss of ``MODEL.RETRIEVAL.LOSS`` (weighted by ``LOSS.WEIGHT``,
+paper 001's lambda_1; 0 leaves it out) and paper 001's instance loss
+(``MODEL.RETRIEVAL.INSTANCE_LOSS``): a bias-free classifier shared by both modalities, one class
+per image of ``DATASETS.TRAIN`` (in dataset order), on the unnormalized features. At test,
+``TEST.RETRIEVAL.FLIP_AVERAGE`` averages each image's features with its horizontal flip's
+(paper 001) before normalizing.
 
 Inputs (from :class:`phrasedet.data.CaptionDatasetMapper`), per image: ``image`` [3, H, W] or
 ``image_feature`` [F], ``image_id``, ``dataset``, ``captions`` (list of str). Training returns
@@ -28,13 +36,14 @@ from phrasedet.data.image_features import attach_image_features, feature_dim
 
 from ..backbone_weights import load_backbone_weights
 from ..image_encoders import FeatureImageEncoder, PixelImageEncoder
-from ..losses import LogisticPairLoss, RankingLoss
+from ..losses import InstanceLoss, LogisticPairLoss, RankingLoss
 from ..pooling import build_global_pooling
 from ..projection import build_projection
 from ..scorers import build_scorer
 from ..sentence_encoders import build_sentence_encoder
+from ..sentence_encoders.build import check_fingerprint, fingerprint_value
 
-__all__ = ["ImageTextEmbedding", "image_key"]
+__all__ = ["ImageTextEmbedding", "image_key", "training_image_classes"]
 
 IMAGE_INPUTS = ("pixels", "features")
 LOSSES = ("ranking", "logistic")
@@ -46,8 +55,27 @@ def image_key(dataset: str, image_id) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def training_image_classes(cfg) -> dict:
+    """Paper 001's instance classes: :func:`image_key` of every image of ``DATASETS.TRAIN`` -> its
+    class index, in dataset order (an image listed by two training splits is one class)."""
+    classes = {}
+    for name in cfg.DATASETS.TRAIN:
+        for record in DatasetCatalog.get(name):
+            classes.setdefault(image_key(record.get("dataset", ""), record["image_id"]), len(classes))
+    if not classes:
+        raise ValueError("MODEL.RETRIEVAL.INSTANCE_LOSS needs training images (one class each): DATASETS.TRAIN is empty")
+    return classes
+
+
 def _check(cfg) -> None:
     r = cfg.MODEL.RETRIEVAL
+    if r.LOSS.WEIGHT < 0 or r.INSTANCE_LOSS.IMAGE_WEIGHT < 0 or r.INSTANCE_LOSS.TEXT_WEIGHT < 0:
+        raise ValueError("MODEL.RETRIEVAL.LOSS.WEIGHT and INSTANCE_LOSS.IMAGE_WEIGHT / TEXT_WEIGHT must be >= 0, got "
+                         f"{r.LOSS.WEIGHT}, {r.INSTANCE_LOSS.IMAGE_WEIGHT}, {r.INSTANCE_LOSS.TEXT_WEIGHT}")
+    if not (r.LOSS.WEIGHT or r.INSTANCE_LOSS.IMAGE_WEIGHT or r.INSTANCE_LOSS.TEXT_WEIGHT):
+        raise ValueError("MODEL.RETRIEVAL.LOSS.WEIGHT and INSTANCE_LOSS.IMAGE_WEIGHT / TEXT_WEIGHT are all 0: nothing to train on")
+    if cfg.TEST.RETRIEVAL.FLIP_AVERAGE and r.IMAGE_INPUT != "pixels":
+        raise ValueError("TEST.RETRIEVAL.FLIP_AVERAGE flips the image: it needs MODEL.RETRIEVAL.IMAGE_INPUT 'pixels'")
     if r.IMAGE_INPUT not in IMAGE_INPUTS:
         raise ValueError(f"MODEL.RETRIEVAL.IMAGE_INPUT must be one of {IMAGE_INPUTS}, got {r.IMAGE_INPUT!r}")
     if r.LOSS.TYPE not in LOSSES:
@@ -96,6 +124,15 @@ def build_image_encoder(cfg) -> nn.Module:
                              adaptation_frozen_with_backbone=r.ADAPTATION_FROZEN_WITH_BACKBONE, dropout=r.POOLED_DROPOUT)
 
 
+def build_instance_loss(cfg, classes: dict):
+    """``MODEL.RETRIEVAL.INSTANCE_LOSS`` over ``classes`` (:func:`training_image_classes`), or None
+    when both of its weights are 0."""
+    i = cfg.MODEL.RETRIEVAL.INSTANCE_LOSS
+    if not (i.IMAGE_WEIGHT or i.TEXT_WEIGHT):
+        return None
+    return InstanceLoss(cfg.MODEL.RETRIEVAL.EMBED_DIM, len(classes), i.IMAGE_WEIGHT, i.TEXT_WEIGHT)
+
+
 def build_loss(cfg) -> nn.Module:
     """``MODEL.RETRIEVAL.LOSS``: :class:`RankingLoss` or :class:`LogisticPairLoss`."""
     l = cfg.MODEL.RETRIEVAL.LOSS
@@ -118,15 +155,28 @@ class ImageTextEmbedding(nn.Module):
         loss: :class:`RankingLoss` (called with embeddings) or :class:`LogisticPairLoss` (with the scorer too).
         normalize_image: L2-normalize image embeddings.
         pixel_mean, pixel_std: [3] pixel normalization of the pixel path.
+        loss_weight: weight of ``loss`` (paper 001's lambda_1); 0 = not computed.
+        instance_loss: optional :class:`InstanceLoss` (paper 001).
+        image_classes: :func:`image_key` -> instance class, for ``instance_loss``.
+        flip_average: at test, average each image's features with its horizontal flip's.
     """
 
     @configurable
     def __init__(self, *, image_encoder, sentence_encoder, scorer, loss, normalize_image: bool = True,
-                 pixel_mean=(103.53, 116.28, 123.675), pixel_std=(1.0, 1.0, 1.0)):
+                 pixel_mean=(103.53, 116.28, 123.675), pixel_std=(1.0, 1.0, 1.0), loss_weight: float = 1.0,
+                 instance_loss=None, image_classes=None, flip_average: bool = False):
         super().__init__()
         self.image_encoder, self.sentence_encoder = image_encoder, sentence_encoder
         self.scorer, self.loss = scorer, loss
         self.normalize_image = normalize_image
+        self.loss_weight, self.instance_loss, self.flip_average = float(loss_weight), instance_loss, flip_average
+        if instance_loss is not None:
+            if image_classes is None or len(image_classes) != instance_loss.num_classes:
+                raise ValueError(f"the instance loss has {instance_loss.num_classes} classes but "
+                                 f"{len(image_classes or ())} training images were given")
+            self.image_classes = dict(image_classes)
+            fingerprint = hashlib.sha1(",".join(map(str, sorted(image_classes.items(), key=lambda kv: kv[1]))).encode()).hexdigest()
+            self.register_buffer("classes_fingerprint", torch.tensor([fingerprint_value(fingerprint)], dtype=torch.long))
         self.register_buffer("pixel_mean", torch.tensor(pixel_mean, dtype=torch.float32).view(-1, 1, 1), False)
         self.register_buffer("pixel_std", torch.tensor(pixel_std, dtype=torch.float32).view(-1, 1, 1), False)
 
@@ -134,6 +184,7 @@ class ImageTextEmbedding(nn.Module):
     def from_config(cls, cfg):
         _check(cfg)
         r = cfg.MODEL.RETRIEVAL
+        classes = training_image_classes(cfg) if (r.INSTANCE_LOSS.IMAGE_WEIGHT or r.INSTANCE_LOSS.TEXT_WEIGHT) else None
         return {
             "image_encoder": build_image_encoder(cfg),
             "sentence_encoder": build_sentence_encoder(cfg),
@@ -142,7 +193,18 @@ class ImageTextEmbedding(nn.Module):
             "normalize_image": r.NORMALIZE_IMAGE,
             "pixel_mean": cfg.MODEL.PIXEL_MEAN,
             "pixel_std": cfg.MODEL.PIXEL_STD,
+            "loss_weight": r.LOSS.WEIGHT,
+            "instance_loss": build_instance_loss(cfg, classes) if classes else None,
+            "image_classes": classes,
+            "flip_average": cfg.TEST.RETRIEVAL.FLIP_AVERAGE,
         }
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        if self.instance_loss is not None:
+            check_fingerprint(state_dict, prefix + "classes_fingerprint", self.classes_fingerprint,
+                              "those of DATASETS.TRAIN now (one instance class each); use the training splits it was "
+                              "trained with", kind="training images")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @property
     def device(self) -> torch.device:
@@ -163,26 +225,62 @@ class ImageTextEmbedding(nn.Module):
         images = torch.stack([x["image"] for x in batched_inputs]).to(self.device, torch.float32)
         return (images - self.pixel_mean) / self.pixel_std
 
+    def image_features(self, batched_inputs) -> torch.Tensor:
+        """[B, E] image features before normalization (at test averaged with the horizontal
+        flip's when ``flip_average``)."""
+        images = self.image_inputs(batched_inputs)
+        out = self.image_encoder(images)
+        if self.flip_average and not self.training:
+            out = (out + self.image_encoder(images.flip(-1))) / 2
+        return out
+
+    def _normalize_images(self, features: torch.Tensor) -> torch.Tensor:
+        return F.normalize(features, dim=-1) if self.normalize_image else features
+
     def embed_images(self, batched_inputs) -> torch.Tensor:
         """[B, E] image embeddings (L2-normalized unless ``normalize_image`` is off)."""
-        out = self.image_encoder(self.image_inputs(batched_inputs))
-        return F.normalize(out, dim=-1) if self.normalize_image else out
+        return self._normalize_images(self.image_features(batched_inputs))
 
     def embed_captions(self, captions) -> torch.Tensor:
         """list of C caption strings -> [C, E] L2-normalized."""
         return F.normalize(self.sentence_encoder(list(captions)), dim=-1)
 
+    def instance_classes(self, batched_inputs) -> torch.Tensor:
+        """[B] long: the instance class of each training image (an error names an image outside
+        ``DATASETS.TRAIN``)."""
+        classes = []
+        for x in batched_inputs:
+            c = self.image_classes.get(image_key(x.get("dataset", ""), x["image_id"]))
+            if c is None:
+                raise ValueError(f"image {x['image_id']!r} of dataset {x.get('dataset', '')!r} is not a training image: "
+                                 "the instance loss has one class per image of DATASETS.TRAIN")
+            classes.append(c)
+        return torch.tensor(classes, dtype=torch.long, device=self.device)
+
     def forward(self, batched_inputs):
         if not self.training:
             return self.inference(batched_inputs)
-        images = self.embed_images(batched_inputs)
+        image_features = self.image_features(batched_inputs)
         captions = [c for x in batched_inputs for c in x["captions"]]
         owner = torch.tensor([i for i, x in enumerate(batched_inputs) for _ in x["captions"]], dtype=torch.long, device=self.device)
+        caption_features = self.sentence_encoder(captions)
+        losses = {}
+        if self.loss_weight:
+            losses.update(self._pair_losses(batched_inputs, image_features, caption_features, owner))
+        if self.instance_loss is not None:
+            classes = self.instance_classes(batched_inputs)
+            losses.update(self.instance_loss(image_features, caption_features, classes, classes[owner]))
+        return losses
+
+    def _pair_losses(self, batched_inputs, image_features, caption_features, owner) -> dict:
+        """The ranking or logistic loss on the normalized embeddings, times ``loss_weight``."""
         keys = torch.tensor([image_key(x.get("dataset", ""), x["image_id"]) for x in batched_inputs], dtype=torch.long, device=self.device)
-        embedded = self.embed_captions(captions)
+        images, embedded = self._normalize_images(image_features), F.normalize(caption_features, dim=-1)
         if isinstance(self.loss, LogisticPairLoss):
-            return self.loss(self.scorer, images, embedded, owner, keys)
-        return self.loss(images, embedded, owner, keys)
+            losses = self.loss(self.scorer, images, embedded, owner, keys)
+        else:
+            losses = self.loss(images, embedded, owner, keys)
+        return losses if self.loss_weight == 1 else {k: self.loss_weight * v for k, v in losses.items()}
 
     @torch.no_grad()
     def inference(self, batched_inputs):

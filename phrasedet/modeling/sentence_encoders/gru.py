@@ -10,9 +10,7 @@ layer maps the hidden state to ``EMBED_DIM`` (VSE++'s Eq. 2).
 The vocabulary is rebuilt from the training split when the model is built; its fingerprint is a
 buffer of the checkpoint, and loading a checkpoint made with another vocabulary is an error.
 """
-import logging
 
-import numpy as np
 import torch
 from detectron2.config import configurable
 from torch import nn
@@ -21,11 +19,16 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from phrasedet.text import WordVocabulary
 from phrasedet.text.build import build_word_vectors
 
-from .build import SENTENCE_ENCODER_REGISTRY, check_fingerprint, fingerprint_value, training_captions
+from .build import (
+    SENTENCE_ENCODER_REGISTRY,
+    check_vocab_fingerprint,
+    encode_captions,
+    init_embedding_from_word_vectors,
+    training_word_vocabulary,
+    vocab_fingerprint_buffer,
+)
 
 __all__ = ["GRUSentenceEncoder"]
-
-logger = logging.getLogger(__name__)
 
 
 @SENTENCE_ENCODER_REGISTRY.register()
@@ -53,50 +56,31 @@ class GRUSentenceEncoder(nn.Module):
         with torch.no_grad():
             self.embedding.weight[0].zero_()
         if word_vectors is not None:
-            self._init_from_word_vectors(word_vectors)
+            init_embedding_from_word_vectors(self.embedding, vocab, word_vectors, "MODEL.RETRIEVAL.GRU.WORD_DIM",
+                                             "GRUSentenceEncoder")
         self.gru = nn.GRU(word_dim, hidden, num_layers=num_layers, batch_first=True)
         self.projection = nn.Linear(hidden, embed_dim) if hidden_dim else nn.Identity()
-        self.register_buffer("vocab_fingerprint", torch.tensor([fingerprint_value(vocab.fingerprint())], dtype=torch.long))
+        self.register_buffer("vocab_fingerprint", vocab_fingerprint_buffer(vocab))
         self._empty_captions = 0
 
     @classmethod
     def from_config(cls, cfg):
         g = cfg.MODEL.RETRIEVAL.GRU
-        vocab = WordVocabulary.from_captions(training_captions(cfg, "GRUSentenceEncoder"), g.MIN_WORD_COUNT)
-        logger.info("GRUSentenceEncoder: %r from the captions of %s (words seen >= %d times)", vocab,
-                    ", ".join(cfg.DATASETS.TRAIN), g.MIN_WORD_COUNT)
+        vocab = training_word_vocabulary(cfg, "GRUSentenceEncoder", g.MIN_WORD_COUNT)
         return {"vocab": vocab, "word_dim": g.WORD_DIM, "embed_dim": cfg.MODEL.RETRIEVAL.EMBED_DIM,
                 "hidden_dim": g.HIDDEN_DIM, "num_layers": g.NUM_LAYERS,
                 "word_vectors": build_word_vectors(cfg) if g.INIT_WORD_VECTORS else None}
 
-    def _init_from_word_vectors(self, kv) -> None:
-        if kv.vector_size != self.embedding.embedding_dim:
-            raise ValueError(f"MODEL.RETRIEVAL.GRU.WORD_DIM is {self.embedding.embedding_dim} but the word vectors "
-                             f"(PHRASEDET.TEXT) are {kv.vector_size}-d: make them equal to initialize from them")
-        known = [(i, w) for i, w in enumerate(self.vocab.words[2:], start=2) if w in kv.key_to_index]
-        if known:
-            rows, words = zip(*known)
-            with torch.no_grad():
-                self.embedding.weight[list(rows)] = torch.as_tensor(np.stack([kv[w] for w in words]), dtype=torch.float32)
-        logger.info("GRUSentenceEncoder: %d of %d words initialized from the word vectors", len(known), len(self.vocab) - 2)
-
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        check_fingerprint(state_dict, prefix + "vocab_fingerprint", self.vocab_fingerprint,
-                          f"the word vocabulary built from DATASETS.TRAIN now ({self.vocab!r}); use the training "
-                          "splits and MODEL.RETRIEVAL.GRU.MIN_WORD_COUNT it was trained with")
+        check_vocab_fingerprint(state_dict, prefix, self.vocab_fingerprint, self.vocab, "MODEL.RETRIEVAL.GRU.MIN_WORD_COUNT")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def tokenize(self, captions) -> tuple:
         """captions -> (word indices [C, T] long, padded with 0; lengths [C] long, all >= 1).
 
         A caption without any word gets one ``<unk>``; such captions are counted and logged."""
-        ids = [self.vocab.encode(c) for c in captions]
-        empty = sum(1 for x in ids if not x)
-        if empty:
-            self._empty_captions += empty
-            logger.warning("GRUSentenceEncoder: %d caption(s) without any word encoded as '<unk>' (%d so far)",
-                           empty, self._empty_captions)
-        ids = [x or [1] for x in ids]
+        ids, empty = encode_captions(self.vocab, captions, "GRUSentenceEncoder", self._empty_captions)
+        self._empty_captions += empty
         lengths = torch.tensor([len(x) for x in ids], dtype=torch.long)
         tokens = torch.zeros((len(ids), int(lengths.max()) if ids else 0), dtype=torch.long)
         for row, x in enumerate(ids):
