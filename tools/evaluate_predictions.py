@@ -3,11 +3,18 @@
 
     python tools/evaluate_predictions.py --predictions out/phrase_predictions.jsonl \\
         --dataset flickr30k_entities_test [--mode reference|standard] [--output-dir DIR]
+        [--phrase-filter phrase_filter.json]
 
 Prints the per-bucket table (mAP, localization accuracy, in percent). With --output-dir writes
 ``phrase_detection_results.json`` (the evaluator's results dict) and ``phrase_aps.json`` (per
 phrase). The numbers equal those of the in-loop ``PhraseDetectionEvaluator`` on the same
 detections.
+
+``--phrase-filter`` (a filter written by ``phrasedet.engine.phrase_filtering``, e.g.
+``<OUTPUT_DIR>/inference/<dataset>/phrase_filter.json``) evaluates with phrase filtering (paper
+003 Sec. 6.2, docs/EVALUATION.md): both tables are printed, the results dict holds
+``phrase_detection`` (filtered, with the filter's recall) and ``phrase_detection_unfiltered``, and
+``phrase_aps.json`` is the filtered per-phrase APs.
 """
 import argparse
 import json
@@ -17,6 +24,7 @@ import sys
 
 import phrasedet  # noqa: F401  (registers the datasets; must come before the catalog lookups)
 from phrasedet.evaluation import MODES, evaluate_predictions_file, format_results_table
+from phrasedet.evaluation.phrase_detection.phrase_filter import format_filtered_report
 
 RESULTS_FILE = "phrase_detection_results.json"
 
@@ -30,6 +38,8 @@ def parse_args(argv=None):
     parser.add_argument("--train-dataset", default=None,
                         help="split whose counts define the buckets (default: the dataset's train_dataset metadata)")
     parser.add_argument("--output-dir", default=None, help=f"write {RESULTS_FILE} and phrase_aps.json here")
+    parser.add_argument("--phrase-filter", default=None, metavar="FILE",
+                        help="a phrase filter (JSON): also evaluate with phrase filtering and report its recall")
     return parser.parse_args(argv)
 
 
@@ -39,11 +49,15 @@ def main(argv=None) -> dict:
     try:
         results, result, vocabulary = evaluate_predictions_file(
             args.predictions, args.dataset, mode=args.mode, iou_thresh=args.iou_thresh,
-            train_dataset=args.train_dataset, return_result=True)
+            train_dataset=args.train_dataset, return_result=True, phrase_filter=args.phrase_filter)
     except (ValueError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
-    print(f"Phrase detection on {args.dataset} (mode={args.mode}, IoU>={args.iou_thresh}), in %:")
-    print(format_results_table(results["phrase_detection"]))
+    header = f"Phrase detection on {args.dataset} (mode={args.mode}, IoU>={args.iou_thresh})"
+    if args.phrase_filter:
+        print(format_filtered_report(header, results))
+    else:
+        print(f"{header}, in %:")
+        print(format_results_table(results["phrase_detection"]))
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
         with open(os.path.join(args.output_dir, RESULTS_FILE), "w", encoding="utf-8") as f:

@@ -87,6 +87,22 @@ def add_phrase_detection_config(cfg):
     # Write every detection to <OUTPUT_DIR>/inference/<dataset>/phrase_predictions.jsonl.
     _C.TEST.PHRASE_DETECTION.SAVE_PREDICTIONS = True
 
+    # Phrase filtering (paper 003 Sec. 6.2, Table VI; phrasedet/engine/phrase_filtering.py): an image-sentence
+    # retrieval model retrieves each test image's top TOP_N training sentences; a test phrase sharing no token
+    # with them gets score -inf in that image (the entries stay in the ranking). On when RETRIEVAL_WEIGHTS or
+    # FILE is set: the phrase-detection evaluator then reports the mAP with and without the filter.
+    _C.TEST.PHRASE_FILTER = CN()
+    # The retrieval model's config (a yaml of configs/retrieval/); its DATASETS.TRAIN are the sentence database.
+    _C.TEST.PHRASE_FILTER.RETRIEVAL_CONFIG = ""
+    # The retrieval model's trained checkpoint (its model_final.pth); "" = no retrieval model.
+    _C.TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS = ""
+    # KEY VALUE overrides of RETRIEVAL_CONFIG (e.g. MODEL.RETRIEVAL.BACKBONE_WEIGHTS, the CNN of a model trained on features).
+    _C.TEST.PHRASE_FILTER.RETRIEVAL_OPTS = []
+    # Sentences retrieved per test image (the released code's TEST.SENTENCE_FILTERING: 75; the paper: 100).
+    _C.TEST.PHRASE_FILTER.TOP_N = 75
+    # A saved filter (phrase_filter.json) to load instead of running the retrieval model; "" = build it.
+    _C.TEST.PHRASE_FILTER.FILE = ""
+
     _C.PHRASEDET.CCA = CN()
     # A GT phrase instance and its best stage-1 proposal form a CCA pair when their IoU is at least this (paper 003's code: 0.6).
     _C.PHRASEDET.CCA.PAIR_IOU = 0.6

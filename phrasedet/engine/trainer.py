@@ -5,7 +5,7 @@ evaluator, as Detectron2's own ``train_net.py`` does:
 
 | task | mapper | evaluator |
 |---|---|---|
-| ``phrase_detection`` | :class:`PhraseDatasetMapper` (at test, every image is asked about the whole test vocabulary when ``TEST.PHRASE_DETECTION.VOCABULARY`` is ``"dataset"``) | :class:`PhraseDetectionEvaluator` |
+| ``phrase_detection`` | :class:`PhraseDatasetMapper` (at test, every image is asked about the whole test vocabulary when ``TEST.PHRASE_DETECTION.VOCABULARY`` is ``"dataset"``) | :class:`PhraseDetectionEvaluator` (with the phrase filter of ``TEST.PHRASE_FILTER`` when set, built once per split per evaluation by the evaluating process, :mod:`.phrase_filtering`) |
 | ``retrieval`` | :class:`CaptionDatasetMapper` (pixels, or precomputed feature rows) | :class:`RetrievalEvaluator` (given the model's scorer) |
 | ``pointing`` | :class:`PointingDatasetMapper` (``DSVELoc``), or the phrase-detection test mapper asked about each query's phrase (``PhraseRCNN``) | :class:`PointingGameEvaluator` |
 
@@ -17,6 +17,7 @@ It also trains on several CPU processes with gloo, builds the optimizer of
 ``MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS``, and the warm-up of the ranking loss
 (``MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS``). ``PhraseTrainer`` is the same class under its first name.
 """
+import functools
 import logging
 import os
 
@@ -35,6 +36,7 @@ from phrasedet.modeling.losses import RankingLoss
 from .ddp import cpu_safe_ddp
 from .hooks import BackboneUnfreezeHook, NegativesWarmupHook
 from .optimizer import build_optimizer
+from .phrase_filtering import PHRASE_FILTER_FILE, build_phrase_filter, check_phrase_filter_config, phrase_filter_enabled
 
 __all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "dataset_task"]
 
@@ -94,8 +96,14 @@ def _pointing_test_loader(cfg, dataset_name):
 
 def _phrase_evaluator(cfg, dataset_name, output_folder, model):
     d = cfg.TEST.PHRASE_DETECTION
+    phrase_filter = None
+    if phrase_filter_enabled(cfg):
+        check_phrase_filter_config(cfg)  # missing files fail now, not after inference
+        # built when the evaluator evaluates, by the process that does (the main one)
+        phrase_filter = functools.partial(build_phrase_filter, cfg, dataset_name,
+                                          os.path.join(output_folder, PHRASE_FILTER_FILE) if output_folder else None)
     return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS,
-                                    bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS)
+                                    bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS, phrase_filter=phrase_filter)
 
 
 def _retrieval_evaluator(cfg, dataset_name, output_folder, model):

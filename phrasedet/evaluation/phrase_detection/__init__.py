@@ -8,13 +8,14 @@ from .detections import PhraseColumns, PhraseDetections
 from .evaluator import PhraseDetectionEvaluator
 from .ground_truth import PhraseGroundTruth, test_vocabulary
 from .phrase_detection_ap import MODES, PhraseDetectionResult, evaluate_phrase_detection
+from .phrase_filter import PhraseFilter
 from .predictions import (PredictionWriter, evaluate_predictions_file, iter_prediction_records,
                           load_predictions)
 from .report import format_results_table
 
 __all__ = [
     "MODES", "PhraseColumns", "PhraseDetectionEvaluator", "PhraseDetectionResult", "PhraseDetections",
-    "PhraseGroundTruth", "PredictionWriter", "evaluate_phrase_detection", "evaluate_predictions_file",
+    "PhraseFilter", "PhraseGroundTruth", "PredictionWriter", "evaluate_phrase_detection", "evaluate_predictions_file",
     "format_results_table", "iter_prediction_records", "load_predictions", "paired_iou", "pairwise_iou",
     "test_vocabulary",
 ]

@@ -3,7 +3,7 @@ import json
 import logging
 import os
 import shutil
-from typing import Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 from detectron2.evaluation import DatasetEvaluator
@@ -13,6 +13,7 @@ from phrasedet.data.statistics import training_vocabulary
 from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseColumns, PhraseDetections, detection_arrays
 from .phrase_detection_ap import MODES, evaluate_phrase_detection
+from .phrase_filter import PhraseFilter, evaluate_with_filter, format_filtered_report
 from .predictions import PredictionWriter
 from .report import format_results_table
 from ..distributed import DistributedEvaluatorMixin
@@ -21,6 +22,8 @@ __all__ = ["PhraseDetectionEvaluator"]
 
 PREDICTIONS_FILE = "phrase_predictions.jsonl"
 PHRASE_APS_FILE = "phrase_aps.json"
+# Per-phrase APs without the phrase filter, written next to PHRASE_APS_FILE when a filter is used.
+PHRASE_APS_UNFILTERED_FILE = "phrase_aps_unfiltered.json"
 # Bytes of scores one process sends per gather round (bounds the memory of the gather).
 _GATHER_BYTES = 64 << 20
 
@@ -56,11 +59,20 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         Overrides the metadata's ``train_dataset``.
     bucket_thresholds : (int, int)
         Training counts ending the zero-shot and few-shot buckets (``PHRASEDET.VOCAB.BUCKET_THRESHOLDS``).
+    phrase_filter : PhraseFilter or callable returning one, optional
+        Phrase filtering (paper 003 Sec. 6.2, :mod:`.phrase_filter`): after gathering, the
+        detections are evaluated as they are, then with the filtered (image, phrase) pairs scored
+        -inf. The results become ``{"phrase_detection": filtered metrics (with filter_recall,
+        filter_recall_<bucket>, filter_kept in %, filter_top_n), "phrase_detection_unfiltered":
+        unfiltered metrics}``. A callable is called once, by the process that evaluates (the
+        trainer builds the filter with a retrieval model only there). Without a filter nothing
+        changes.
     """
 
     def __init__(self, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                  output_dir: Optional[str] = None, distributed: bool = True, save_predictions: bool = True,
-                 *, train_dataset: Optional[str] = None, bucket_thresholds=(0, 100)):
+                 *, train_dataset: Optional[str] = None, bucket_thresholds=(0, 100),
+                 phrase_filter: Optional[Union[PhraseFilter, Callable[[], PhraseFilter]]] = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self._logger = logging.getLogger(__name__)
@@ -73,6 +85,11 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         self._train_dataset = train_dataset_of(dataset_name, train_dataset)  # fails early when unset
         self._bucket_thresholds = tuple(bucket_thresholds)
         _, self._gt = load_test_split(dataset_name)
+        if isinstance(phrase_filter, PhraseFilter):
+            phrase_filter.check_images(self._gt)  # a filter of another split fails before inference
+        elif phrase_filter is not None and not callable(phrase_filter):
+            raise TypeError(f"phrase_filter must be a PhraseFilter or a callable returning one, got {type(phrase_filter).__name__}")
+        self._phrase_filter = phrase_filter
         self._dets = None
         self._writer = None
         self._columns = (None, None)
@@ -182,14 +199,26 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         if missing:
             self._logger.warning("%d of %d test images had no predictions (their instances count as misses)",
                                  missing, self._gt.num_images)
-        result = evaluate_phrase_detection(self._gt, self._dets, mode=self._mode, iou_thresh=self._iou_thresh)
         vocabulary = training_vocabulary([self._train_dataset], self._bucket_thresholds)
-        metrics = result.summarize(vocabulary)
-        self._logger.info(
-            "Phrase detection on %s (mode=%s, IoU>=%.2f, buckets from %s training counts), in %%:\n%s",
-            self._dataset_name, self._mode, self._iou_thresh, self._train_dataset, format_results_table(metrics))
+        header = "Phrase detection on %s (mode=%s, IoU>=%.2f, buckets from %s training counts)" % (
+            self._dataset_name, self._mode, self._iou_thresh, self._train_dataset)
+        if self._phrase_filter is None:
+            result = evaluate_phrase_detection(self._gt, self._dets, mode=self._mode, iou_thresh=self._iou_thresh)
+            metrics = result.summarize(vocabulary)
+            self._logger.info("%s, in %%:\n%s", header, format_results_table(metrics))
+            results = {"phrase_detection": metrics}
+        else:
+            phrase_filter = self._phrase_filter
+            if not isinstance(phrase_filter, PhraseFilter):
+                phrase_filter = phrase_filter()
+            results, result, unfiltered = evaluate_with_filter(self._gt, self._dets, phrase_filter, vocabulary,
+                                                               mode=self._mode, iou_thresh=self._iou_thresh)
+            self._logger.info("%s", format_filtered_report(header, results))
         if self._output_dir:
             os.makedirs(self._output_dir, exist_ok=True)
             with open(self._output_path(PHRASE_APS_FILE), "w", encoding="utf-8") as f:
                 json.dump(result.per_phrase(vocabulary), f, indent=1)
-        return {"phrase_detection": metrics}
+            if self._phrase_filter is not None:
+                with open(self._output_path(PHRASE_APS_UNFILTERED_FILE), "w", encoding="utf-8") as f:
+                    json.dump(unfiltered.per_phrase(vocabulary), f, indent=1)
+        return results

@@ -14,6 +14,7 @@ is not ``[``. Records of phrases that are not test phrases (no test instance) ar
 import json
 import logging
 import math
+import os
 from array import array
 from typing import Optional, Sequence
 
@@ -24,6 +25,7 @@ from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth
 from .phrase_detection_ap import evaluate_phrase_detection
+from .phrase_filter import PhraseFilter, evaluate_with_filter
 
 __all__ = ["PredictionWriter", "format_prediction_lines", "iter_prediction_records", "load_predictions",
            "evaluate_predictions_file"]
@@ -200,16 +202,28 @@ def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
 
 def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                               train_dataset: Optional[str] = None, return_result: bool = False,
-                              bucket_thresholds=(0, 100)):
+                              bucket_thresholds=(0, 100), phrase_filter=None):
     """Evaluate a predictions file on a registered test split, with the in-loop evaluator's core.
 
     Returns ``{"phrase_detection": metrics}`` (the evaluator's format); with ``return_result``
     also the :class:`PhraseDetectionResult` and the bucket vocabulary, as a tuple.
+
+    ``phrase_filter`` (a :class:`PhraseFilter` or the path of its JSON file) evaluates with phrase
+    filtering as the evaluator does: ``{"phrase_detection": filtered metrics (with the filter's
+    recall), "phrase_detection_unfiltered": unfiltered metrics}``; the returned result is the
+    filtered one.
     """
     train_name = train_dataset_of(dataset_name, train_dataset)
     _, gt = load_test_split(dataset_name)
+    if isinstance(phrase_filter, (str, os.PathLike)):
+        phrase_filter = PhraseFilter.load(os.fspath(phrase_filter))
+    if phrase_filter is not None:
+        phrase_filter.check_images(gt)  # before reading the predictions
     dets = load_predictions(path, gt)
-    result = evaluate_phrase_detection(gt, dets, mode=mode, iou_thresh=iou_thresh)
     vocabulary = training_vocabulary([train_name], bucket_thresholds)
-    results = {"phrase_detection": result.summarize(vocabulary)}
+    if phrase_filter is None:
+        result = evaluate_phrase_detection(gt, dets, mode=mode, iou_thresh=iou_thresh)
+        results = {"phrase_detection": result.summarize(vocabulary)}
+    else:
+        results, result, _ = evaluate_with_filter(gt, dets, phrase_filter, vocabulary, mode=mode, iou_thresh=iou_thresh)
     return (results, result, vocabulary) if return_result else results

@@ -1,0 +1,238 @@
+"""Building the phrase filter with a retrieval model (phrasedet/engine/phrase_filtering.py): each
+test image and each sentence is embedded once, every image gets its top-N sentences and their
+tokens; a features model runs on pixels; the trainer's evaluator reports both tables."""
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+from detectron2.config import get_cfg
+from detectron2.data import DatasetCatalog, MetadataCatalog
+
+import phrasedet  # noqa: F401
+from phrasedet.config import add_phrasedet_config
+from phrasedet.engine import PhrasedetTrainer
+from phrasedet.engine.phrase_filtering import (build_phrase_filter, build_retrieval_model, retrieval_config,
+                                               sentence_database, top_n_indices)
+from phrasedet.evaluation import PhraseFilter, test_vocabulary
+from phrasedet.evaluation.phrase_detection.phrase_filter import caption_tokens
+from phrasedet.modeling.meta_arch.image_text_embedding import ImageTextEmbedding
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SMALL_TEST = "phrasefilter_builtin_test_small"
+NUM_TEST = 6
+TOP_N = 7
+# a tiny VSE++ (random weights) on 32 x 32 images: the filter's mechanics, not its quality
+TINY = ["INPUT.RETRIEVAL.CROP", "32", "MODEL.RETRIEVAL.EMBED_DIM", "16", "MODEL.RETRIEVAL.GRU.WORD_DIM", "8",
+        "DATALOADER.NUM_WORKERS", "0", "TEST.RETRIEVAL.IMS_PER_BATCH", "4"]
+
+
+def _register_small(builtin_root):
+    if SMALL_TEST not in DatasetCatalog.list():
+        DatasetCatalog.register(SMALL_TEST, lambda: DatasetCatalog.get("builtin_flickr30k_entities_test")[:NUM_TEST])
+        MetadataCatalog.get(SMALL_TEST).set(evaluator_type="phrase_detection", train_dataset="builtin_flickr30k_entities_train")
+
+
+def _cfg(out, **keys):
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.MODEL.DEVICE = "cpu"
+    cfg.OUTPUT_DIR = str(out)
+    f = cfg.TEST.PHRASE_FILTER
+    f.RETRIEVAL_CONFIG = os.path.join(ROOT, "configs", "retrieval", "vsepp.yaml")
+    f.RETRIEVAL_OPTS = list(TINY)
+    f.TOP_N = TOP_N
+    for k, v in keys.items():
+        setattr(f, k, v)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def weights(builtin_root, tmp_path_factory):
+    """A freshly built (random) tiny retrieval model's checkpoint, and its model."""
+    _register_small(builtin_root)
+    out = tmp_path_factory.mktemp("retrieval")
+    rcfg, _ = retrieval_config(_cfg(out))
+    torch.manual_seed(0)
+    from detectron2.modeling import build_model
+
+    model = build_model(rcfg).eval()
+    path = out / "model_final.pth"
+    torch.save({"model": model.state_dict(), "iteration": 0}, path)
+    return str(path), model
+
+
+class _Counting:
+    """Counts the images and captions the retrieval model embeds."""
+
+    def __init__(self, monkeypatch):
+        self.images, self.captions, self.caption_calls = [], [], 0
+        embed_images, embed_captions = ImageTextEmbedding.embed_images, ImageTextEmbedding.embed_captions
+        counter = self
+
+        def images(model, batched_inputs):
+            counter.images.extend(x["image_id"] for x in batched_inputs)
+            assert all(x["captions"] == [] for x in batched_inputs)  # the test captions are never read
+            return embed_images(model, batched_inputs)
+
+        def captions(model, caps):
+            counter.captions.extend(caps)
+            counter.caption_calls += 1
+            return embed_captions(model, caps)
+
+        monkeypatch.setattr(ImageTextEmbedding, "embed_images", images)
+        monkeypatch.setattr(ImageTextEmbedding, "embed_captions", captions)
+
+
+def test_top_n_indices_best_first_ties_by_index():
+    scores = np.array([[0.1, 0.9, 0.5, 0.9, 0.2], [3, 2, 1, 0, -1]], dtype=np.float32)
+    np.testing.assert_array_equal(top_n_indices(scores, 3), [[1, 3, 2], [0, 1, 2]])
+    assert top_n_indices(scores, 9).shape == (2, 5)
+
+
+def test_filter_runs_once_per_image_and_once_per_sentence(weights, tmp_path, monkeypatch):
+    path, _ = weights
+    counting = _Counting(monkeypatch)
+    cfg = _cfg(tmp_path, RETRIEVAL_WEIGHTS=path)
+    f = build_phrase_filter(cfg, SMALL_TEST)
+
+    records = DatasetCatalog.get(SMALL_TEST)
+    ids = [r["image_id"] for r in records]
+    rcfg, from_features = retrieval_config(cfg)
+    sentences = sentence_database(rcfg)
+    assert not from_features and len(sentences) == 3000  # 600 training images x 5
+    assert sorted(counting.images) == sorted(ids)  # each test image once
+    assert counting.captions == sentences and counting.caption_calls == 3  # every sentence once, in batches of 1024
+    assert f.image_ids == ids and f.top_n == TOP_N
+    for image_id in ids:
+        idx = f.captions[image_id]
+        assert len(idx) == TOP_N == len(set(idx))
+        assert f.tokens[image_id] == frozenset(t for c in idx for t in caption_tokens(sentences[c]))
+
+    saved = PhraseFilter.load(os.path.join(str(tmp_path), "inference", SMALL_TEST, "phrase_filter.json"))
+    assert saved.tokens == f.tokens and saved.captions == f.captions and saved.top_n == TOP_N
+    assert saved.retrieval_model["weights"] == path and saved.retrieval_model["num_sentences"] == 3000
+
+
+def test_retrieved_sentences_are_the_top_scored(weights, tmp_path):
+    path, _ = weights
+    cfg = _cfg(tmp_path, RETRIEVAL_WEIGHTS=path)
+    f = build_phrase_filter(cfg, SMALL_TEST, output_path="")
+    assert not os.path.exists(os.path.join(str(tmp_path), "inference"))  # "" = not saved
+    rcfg, _ = retrieval_config(cfg)
+    model = build_retrieval_model(rcfg, path)
+    sentences = sentence_database(rcfg)
+    from phrasedet.data import CaptionDatasetMapper
+
+    mapper = CaptionDatasetMapper(rcfg, is_train=False)
+    with torch.no_grad():
+        caps = model.embed_captions(sentences)
+        for r in DatasetCatalog.get(SMALL_TEST):
+            image = model.embed_images([mapper({**r, "captions": []})])
+            scores = (image @ caps.t())[0].numpy()  # cosine: both sides are L2-normalized
+            got = f.captions[r["image_id"]]
+            assert np.all(np.diff(scores[got]) <= 1e-6)  # best first
+            assert scores[got].min() >= np.sort(scores)[-TOP_N] - 1e-5
+
+
+def test_saved_file_is_loaded_instead_of_running_the_model(weights, tmp_path, monkeypatch):
+    path, _ = weights
+    built = build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path), SMALL_TEST)
+    counting = _Counting(monkeypatch)
+    saved = os.path.join(str(tmp_path), "inference", SMALL_TEST, "phrase_filter.json")
+    loaded = build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, FILE=saved), SMALL_TEST)
+    assert counting.images == [] and counting.captions == []
+    assert loaded.tokens == built.tokens
+
+
+def test_features_model_runs_on_pixels_with_its_backbone(weights, tmp_path):
+    path, model = weights
+    state = model.state_dict()
+    head = tmp_path / "features_model.pth"  # what a model trained on features saves: no backbone tensors
+    torch.save({"model": {k: v for k, v in state.items() if not k.startswith("image_encoder.backbone.")}}, head)
+    backbone = tmp_path / "extractor.pth"
+    torch.save({"model": {k: v for k, v in state.items() if k.startswith("image_encoder.backbone.")}}, backbone)
+    pixels = build_phrase_filter(_cfg(tmp_path / "a", RETRIEVAL_WEIGHTS=path), SMALL_TEST)
+    on_features = TINY + ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", str(backbone)]
+    cfg = _cfg(tmp_path / "b", RETRIEVAL_WEIGHTS=str(head), RETRIEVAL_OPTS=on_features)
+    rcfg, from_features = retrieval_config(cfg)
+    assert from_features and rcfg.MODEL.RETRIEVAL.IMAGE_INPUT == "pixels"
+    features = build_phrase_filter(cfg, SMALL_TEST)
+    assert features.captions == pixels.captions and features.tokens == pixels.tokens
+    assert features.retrieval_model["from_features"] is True
+    # the features directory's extractor.pth is the CNN when BACKBONE_WEIGHTS is not set
+    from_dir = TINY + ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", str(tmp_path)]
+    assert build_phrase_filter(_cfg(tmp_path / "c", RETRIEVAL_WEIGHTS=str(head), RETRIEVAL_OPTS=from_dir),
+                               SMALL_TEST).captions == pixels.captions
+    # a pixel model without backbone tensors and without BACKBONE_WEIGHTS would run a random CNN: refused
+    with pytest.raises(ValueError, match="missing.*image_encoder.backbone"):
+        build_phrase_filter(_cfg(tmp_path / "d", RETRIEVAL_WEIGHTS=str(head)), SMALL_TEST)
+    with pytest.raises(ValueError, match="MODEL.RETRIEVAL.BACKBONE_WEIGHTS"):
+        build_phrase_filter(_cfg(tmp_path / "e", RETRIEVAL_WEIGHTS=str(head),
+                                 RETRIEVAL_OPTS=TINY + ["MODEL.RETRIEVAL.IMAGE_INPUT", "features"]), SMALL_TEST)
+
+
+def test_missing_files_name_the_config_key(weights, tmp_path):
+    path, _ = weights
+    with pytest.raises(FileNotFoundError, match="TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS"):
+        build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=str(tmp_path / "nope.pth")), SMALL_TEST)
+    with pytest.raises(FileNotFoundError, match="TEST.PHRASE_FILTER.RETRIEVAL_CONFIG"):
+        build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, RETRIEVAL_CONFIG=str(tmp_path / "nope.yaml")), SMALL_TEST)
+    with pytest.raises(ValueError, match="TEST.PHRASE_FILTER.RETRIEVAL_CONFIG"):
+        build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, RETRIEVAL_CONFIG=""), SMALL_TEST)
+    with pytest.raises(FileNotFoundError, match="TEST.PHRASE_FILTER.FILE"):
+        build_phrase_filter(_cfg(tmp_path, FILE=str(tmp_path / "nope.json")), SMALL_TEST)
+    # the trainer checks when it builds the evaluator, before any inference
+    with pytest.raises(FileNotFoundError, match="TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS"):
+        PhrasedetTrainer.build_evaluator(_cfg(tmp_path, RETRIEVAL_WEIGHTS=str(tmp_path / "nope.pth")), SMALL_TEST)
+
+
+def test_trainer_evaluator_reports_filtered_and_unfiltered(weights, tmp_path, monkeypatch):
+    from tests.evaluation.toy import noisy_outputs
+
+    path, _ = weights
+    cfg = _cfg(tmp_path, RETRIEVAL_WEIGHTS=path)
+    cfg.TEST.PHRASE_DETECTION.SAVE_PREDICTIONS = False
+    counting = _Counting(monkeypatch)
+    evaluator = PhrasedetTrainer.build_evaluator(cfg, SMALL_TEST)
+    assert counting.images == []  # built when evaluating
+    records = DatasetCatalog.get(SMALL_TEST)
+    phrases = test_vocabulary(records)
+    evaluator.reset()
+    for r in records:
+        evaluator.process([r], [noisy_outputs(r, phrases)])
+    results = evaluator.evaluate()
+    assert sorted(counting.images) == sorted(r["image_id"] for r in records)
+    m, u = results["phrase_detection"], results["phrase_detection_unfiltered"]
+    assert m["filter_top_n"] == TOP_N and 0 <= m["filter_recall"] <= 100 and m["loc_acc"] == u["loc_acc"]
+    saved = PhraseFilter.load(os.path.join(str(tmp_path), "inference", SMALL_TEST, "phrase_filter.json"))
+    assert len(saved) == NUM_TEST
+    # without the filter keys nothing changes
+    plain = PhrasedetTrainer.build_evaluator(_cfg(tmp_path / "plain"), SMALL_TEST)
+    plain.reset()
+    for r in records:
+        plain.process([r], [noisy_outputs(r, phrases)])
+    got = plain.evaluate()
+    assert set(got) == {"phrase_detection"} and got["phrase_detection"].keys() == u.keys()
+    assert all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(got["phrase_detection"].values(), u.values()))
+
+
+def test_build_tool_writes_the_filter_and_prints_its_recall(weights, tmp_path, capsys):
+    import importlib.util
+
+    path, _ = weights
+    spec = importlib.util.spec_from_file_location("build_phrase_filter", os.path.join(ROOT, "tools", "build_phrase_filter.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    out = tmp_path / "filter.json"
+    summary = tool.main(["--dataset", SMALL_TEST, "--output", str(out), "MODEL.DEVICE", "cpu",
+                         "TEST.PHRASE_FILTER.RETRIEVAL_CONFIG", os.path.join(ROOT, "configs", "retrieval", "vsepp.yaml"),
+                         "TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS", path, "TEST.PHRASE_FILTER.RETRIEVAL_OPTS", repr(TINY),
+                         "TEST.PHRASE_FILTER.TOP_N", "3"])
+    f = PhraseFilter.load(str(out))
+    assert f.top_n == 3 and len(f) == NUM_TEST and all(len(c) == 3 for c in f.captions.values())
+    from phrasedet.evaluation.phrase_detection.dataset import load_test_split
+
+    assert summary["recall"] == pytest.approx(100.0 * f.recall(load_test_split(SMALL_TEST)[1]))
+    assert '"recall_zero_shot"' in capsys.readouterr().out
