@@ -35,3 +35,12 @@ def test_table_ratios_are_to_the_matrix_product():
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells == ["CITEClassifier", "2.0", "50.0", "5.0", "1.25"]
     assert text.startswith("5000 phrases x 300 regions, D_r 261, D_t 100")
+
+
+def test_the_phrase_filter_row_is_measured_and_compared_with_cite():
+    args = argparse.Namespace(filter_sentences=300, filter_dim=8, filter_top_n=5, phrases=50)
+    result = bench.measure_filter(args, repeats=1, images=3)
+    assert result["filter"] > 0 and result["matmul"] > 0 and 0 <= result["kept"] <= 1
+    text = bench.format_filter(args, {"filter": 0.002, "matmul": 0.0005, "kept": 0.25}, cite_seconds=0.5)
+    assert "2.0 ms (4.0x the product [1, d] @ [d, M], 0.50 ms)" in text
+    assert "so the filter costs 0.40 % of it (25.0 % of the random vocabulary kept)" in text

@@ -35,3 +35,23 @@ def test_every_stage_runs_and_the_verdicts_come_out(tmp_path):
     assert os.path.isfile(tmp_path / "features" / "builtin_flickr30k_captions_train.npy")
     again = _compare(tmp_path, "--resume")
     assert "vse0:" not in again and "| vse0 |" in again  # nothing retrained
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_paper_001_rows_train_two_stages_evaluate_stage_one_and_give_their_verdicts(tmp_path):
+    small = ["PHRASEDET.RETRIEVAL_STAGES.STAGE1_ITERS", "2", "PHRASEDET.RETRIEVAL_STAGES.STAGE1_STEPS", "[]",
+             "INPUT.RETRIEVAL.CROP", "32", "MODEL.RETRIEVAL.TEXT_CNN.STAGE_WIDTHS", "[8, 16, 16, 32]"]
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "compare_retrieval.py"), "--output-root", str(tmp_path), "--seeds", "0",
+           "--models", "instance_loss", "ranking_only", "--backbone-weights", "none", *TINY, *small]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "comparison.json").read_text())
+    assert list(summary["runs"]) == ["instance_loss", "instance_loss_stage1", "ranking_only", "ranking_only_stage1"]
+    assert set(summary["minutes"]) == {"instance_loss", "ranking_only"}  # stage-I rows are evaluations, not runs
+    claims = [v["claim"] for v in summary["verdicts"]]
+    assert claims == ["001: the instance loss beats the ranking loss with a frozen CNN (stage I)",
+                      "001: instance + ranking loss (stage II) beats the ranking loss alone"]
+    # the stage-I row evaluates stage I's own weights
+    log = (tmp_path / "seed0" / "instance_loss" / "stage1_eval" / "train_net.log").read_text()
+    assert "instance_loss/stage1_frozen_cnn/model_final.pth" in log
+    assert "| instance_loss_stage1 |" in proc.stdout and "| - |" in proc.stdout

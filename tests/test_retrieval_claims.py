@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from phrasedet.engine.retrieval_claims import RECALLS, claim_verdicts, difference, format_seed_table, mean_sd
+from phrasedet.engine.retrieval_claims import PAPER_001_CLAIMS, RECALLS, claim_verdicts, difference, format_seed_table, mean_sd
 
 
 def _m(rsum, r1=10.0):
@@ -63,7 +63,10 @@ def test_seed_table_gives_mean_and_sample_sd():
     assert math.isnan(mean_sd([5.0])[1])
     table = format_seed_table(_runs(vsepp=[120, 180]), {"vsepp": 2.5})
     row = table.splitlines()[2]
-    assert row.startswith("| vsepp | 10.0 ± 0.0 | 25.0 ± 7.1 |") and "| 150.0 ± 42.4 | 363.0 | 2.5 |" in row
+    assert row.startswith("| vsepp | 10.0 ± 0.0 | 25.0 ± 7.1 |") and "| 150.0 ± 42.4 | 363.0 | 43.7 | 2.5 |" in row
+    # paper 001 gives R@1 but no rsum; a stage-I evaluation has no run time of its own
+    row = format_seed_table(_runs(instance_loss_stage1=[90]), {}).splitlines()[2]
+    assert row.endswith("| 90.0 | - | 39.9 | - |")
 
 
 def test_in_batch_matches_by_hand():
@@ -87,3 +90,24 @@ def test_a_larger_gain_needs_a_gain():
     gain = _by_claim(claim_verdicts(runs))["002: the gain of max over sum is larger with a fine-tuned CNN"]
     assert gain["per_seed"] == [10, 20] and not gain["holds"]
     assert "there is no gain to compare" in gain["text"] and "gain fine-tuned -35.0, frozen -50.0" in gain["text"]
+
+
+def _m2(rsum, i2t, t2i):
+    return {**_m(rsum, i2t), "t2i_R@1": t2i}
+
+
+def test_paper_001_claims_compare_rsum_and_report_both_r1():
+    runs = {"instance_loss": [_m2(90, 4, 3), _m2(80, 5, 4), _m2(85, 4, 3)],
+            "ranking_only": [_m2(25, 1, 1), _m2(30, 1, 1), _m2(20, 1, 1)],
+            "one_stage": [_m2(130, 8, 5), _m2(70, 3, 2), _m2(120, 6, 4)],
+            "instance_loss_stage1": [_m2(27, 1, 1)] * 3, "ranking_only_stage1": [_m2(25, 1, 1)] * 3,
+            "no_shift_stage1": [_m2(27, 1, 1)] * 3}
+    claims = _by_claim(claim_verdicts(runs))
+    assert list(claims) == [c[0] for c in PAPER_001_CLAIMS[:4]]  # no_shift (after stage II) was not run
+    both = claims["001: instance + ranking loss (stage II) beats the ranking loss alone"]
+    assert both["holds"] and both["per_seed"] == [65, 50, 65]
+    assert "R@1 image query +3.3, text query +2.3" in both["text"] and "paper image-query R@1 +7.9" in both["text"]
+    stage1 = claims["001: stage I helps (two stages beat one stage with the same iterations)"]
+    assert stage1["per_seed"] == [-40, 10, -35] and not stage1["holds"]
+    shift = claims["001: position shift helps (stage I)"]
+    assert shift["per_seed"] == [0, 0, 0] and not shift["holds"]  # a tie is not a win

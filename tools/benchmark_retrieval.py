@@ -2,10 +2,15 @@
 """Retrieval benchmarks. Section ``evaluation``: time and peak memory of the retrieval metrics at
 MS-COCO 5K scale (5,000 images x 25,000 captions, 5 per image, d = 1024). Section ``encoding``:
 images and captions encoded per second by an ``ImageTextEmbedding`` config on this machine, next to
-the plain Detectron2 backbone and a plain ``torch.nn.GRU`` on the same inputs.
+the plain Detectron2 backbone and a plain ``torch.nn.GRU`` on the same inputs. Section ``stages``:
+the training step (forward, backward, optimizer step) of paper 001's two stages
+(``configs/retrieval/instance_loss.yaml``) next to VSE++'s step (``vsepp.yaml``) on the same
+batch: stage I on precomputed features (the CNN frozen) against VSE++ on features, stage I on pixels
+(the frozen CNN run every step), and stage II (the CNN's last stage fine-tuned) against VSE++ with
+the same part of the CNN fine-tuned.
 
-    python tools/benchmark_retrieval.py [--sections evaluation encoding] [--images 5000] [--dim 1024]
-        [--config-file configs/retrieval/vsepp.yaml]
+    python tools/benchmark_retrieval.py [--sections evaluation encoding stages] [--images 5000] [--dim 1024]
+        [--config-file configs/retrieval/vsepp.yaml] [--stage-batch 32]
 
 The ``evaluation`` section measures, in one process and on the same embeddings:
 
@@ -47,7 +52,7 @@ import time
 import numpy as np
 import torch
 
-SECTIONS = ("evaluation", "encoding")
+SECTIONS = ("evaluation", "encoding", "stages")
 _GRID = 2.0 ** 12  # coordinates are multiples of 1 / _GRID
 
 
@@ -257,6 +262,83 @@ def run_encoding_section(args) -> dict:
     return {k: {"per_second": v[0], "baseline_per_second": v[1]} for k, v in rows.items()}
 
 
+# ----------------------------------------------------------------------------- section: stages
+def _retrieval_cfg(path, *opts):
+    from detectron2.config import get_cfg
+
+    from phrasedet.config import add_phrasedet_config
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(path)
+    cfg.merge_from_list(["MODEL.DEVICE", "cpu", *opts])
+    return cfg
+
+
+def _train_step(cfg, model, batch):
+    """A function running one training step of ``model`` on ``batch`` (the config's optimizer)."""
+    from phrasedet.engine.optimizer import build_optimizer
+
+    model.train()
+    optimizer = build_optimizer(cfg, model)
+
+    def step():
+        losses = model(batch)
+        optimizer.zero_grad()
+        sum(losses.values()).backward()
+        optimizer.step()
+    return step
+
+
+def _on_features(model):
+    """``model`` with its pixel encoder replaced by the same projection on precomputed features."""
+    from phrasedet.modeling.image_encoders import FeatureImageEncoder
+
+    enc = model.image_encoder
+    model.image_encoder = FeatureImageEncoder(enc.pooled_dim, enc.projection, enc.normalize_pooled)
+    return enc
+
+
+def run_stages_section(args) -> dict:
+    """ms per training step of paper 001's stages and of VSE++ on the same built-in batch."""
+    from detectron2.data import DatasetCatalog
+    from detectron2.modeling import build_model
+
+    import phrasedet  # noqa: F401  (registers datasets and models)
+    from phrasedet.data import CaptionDatasetMapper
+
+    frozen, tuned = ["MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", -1], ["MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, "MODEL.BACKBONE.FREEZE_AT", 3]
+    cfgs = {"stage1": _retrieval_cfg(args.instance_config, *frozen, "MODEL.RETRIEVAL.LOSS.WEIGHT", 0.0,
+                                     "SOLVER.BASE_LR", 1e-3),
+            "stage2": _retrieval_cfg(args.instance_config, *tuned),
+            "vsepp": _retrieval_cfg(args.config_file, *frozen), "vsepp_ft": _retrieval_cfg(args.config_file, *tuned)}
+    records = DatasetCatalog.get(cfgs["stage1"].DATASETS.TRAIN[0])[: args.stage_batch]
+    torch.manual_seed(0)
+    batch = [CaptionDatasetMapper(cfgs["stage1"], is_train=True)(r) for r in records]
+    models = {name: build_model(cfg) for name, cfg in cfgs.items()}
+    with torch.no_grad():
+        pooled = models["stage1"].image_encoder.eval().pooled(models["stage1"].image_inputs(batch))
+    on_features = [{**{k: v for k, v in x.items() if k != "image"}, "image_feature": f} for x, f in zip(batch, pooled)]
+    pixel_stage1 = build_model(cfgs["stage1"])
+    for name in ("stage1", "vsepp"):
+        _on_features(models[name])
+    steps = {"stage1_features": _train_step(cfgs["stage1"], models["stage1"], on_features),
+             "vsepp_features": _train_step(cfgs["vsepp"], models["vsepp"], on_features),
+             "stage1_pixels": _train_step(cfgs["stage1"], pixel_stage1, batch),
+             "stage2": _train_step(cfgs["stage2"], models["stage2"], batch),
+             "vsepp_ft": _train_step(cfgs["vsepp_ft"], models["vsepp_ft"], batch)}
+    seconds = dict(zip(steps, _best_seconds(list(steps.values()), args.repeat)))
+    print(f"== stages ({args.instance_config} against {args.config_file}): batches of {len(batch)} images with one caption, "
+          f"{batch[0]['image'].shape[-1]} px, {torch.get_num_threads()} torch threads, best of {args.repeat} steps")
+    rows = [("stage I on features (CNN frozen)", "stage1_features", "vsepp_features", "VSE++ on features"),
+            ("stage I on pixels (frozen CNN run)", "stage1_pixels", "vsepp_features", "VSE++ on features"),
+            ("stage II (CNN res4 fine-tuned)", "stage2", "vsepp_ft", "VSE++ with res4 fine-tuned")]
+    for label, ours, base, base_label in rows:
+        print(f"{label:36s} {1e3 * seconds[ours]:8.1f} ms/step   {base_label}: {1e3 * seconds[base]:8.1f} ms/step   "
+              f"ratio {seconds[ours] / seconds[base]:.2f}")
+    return {k: 1e3 * v for k, v in seconds.items()}
+
+
 # ----------------------------------------------------------------------------- command line
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -272,6 +354,8 @@ def parse_args(argv=None):
     parser.add_argument("--skip-reference", action="store_true", help="do not run (c) (minutes at COCO 5K scale)")
     parser.add_argument("--config-file", default="configs/retrieval/vsepp.yaml", help="the model of the encoding section")
     parser.add_argument("--encode-batch", type=int, default=16, help="images per batch in the encoding section (5 captions each)")
+    parser.add_argument("--instance-config", default="configs/retrieval/instance_loss.yaml", help="paper 001's model (stages section)")
+    parser.add_argument("--stage-batch", type=int, default=32, help="images per training step in the stages section")
     args = parser.parse_args(argv)
     if min(args.images, args.captions_per_image, args.dim, args.repeat) < 1:
         parser.error("--images, --captions-per-image, --dim and --repeat must be >= 1")
@@ -285,6 +369,8 @@ def main(argv=None) -> dict:
         results["evaluation"] = run_evaluation_section(args)
     if "encoding" in args.sections:
         results["encoding"] = run_encoding_section(args)
+    if "stages" in args.sections:
+        results["stages"] = run_stages_section(args)
     return results
 
 

@@ -6,6 +6,7 @@ sizes ([P, D_r] @ [D_r, R]) measured in the same run.
     python tools/benchmark_scoring.py                 # paper 003's sizes: D_r 2053, D_t 6000, code widths
     python tools/benchmark_scoring.py --sizes builtin # the built-in configs' sizes
     python tools/benchmark_scoring.py --phrases 500 --regions 50 --repeats 1   # quick
+    python tools/benchmark_scoring.py --classifiers CITEClassifier --cascade-k  # CITE and the phrase filter only
 
 For each classifier it reports the phrase-side work done once per vocabulary (``encode_phrases``)
 and the per-image work (``score_encoded`` over the vocabulary in batches of ``--batch`` phrases,
@@ -13,6 +14,17 @@ as ``PhraseROIHeads`` does), the ratio of the per-image time to the matrix produ
 resident memory of a fresh process that did only that classifier. ``CITE + cascade k`` is CITE
 scoring only the k best regions per phrase by the CCA cosine (``MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK``).
 Weights are random: the cost does not depend on their values.
+
+Then the cost of **phrase filtering** per test image (paper 003 Sec. 6.2,
+``phrasedet/engine/phrase_filtering.py``), next to the per-image scoring above: the image's
+embedding against ``--filter-sentences`` sentence embeddings (default 148,915, Flickr30K's
+29,783 training images x 5; ``--filter-dim`` 512, paper 000's), the top ``--filter-top-n`` (100),
+the union of their tokens (``PhraseFilter.from_retrieved``, sentences of 12 tokens drawn from 8,000)
+and the kept phrases of the vocabulary (its token index); next to the one matrix product
+``[1, d] @ [d, M]`` and to CITE's full-vocabulary scoring of the same run (printed when CITE is
+among ``--classifiers``). The image's own
+embedding (one CNN pass) is not included: it is timed with the retrieval encoders
+(``tools/benchmark_retrieval.py --sections encoding``).
 """
 import argparse
 import json
@@ -121,7 +133,7 @@ def _run_worker(args, name, cascade=0):
 def rows(args):
     """[(label, encode s, per-image s, peak GB)], the matrix product first."""
     out = [("matrix product [P, D_r] @ [D_r, R]", _run_worker(args, "matmul"))]
-    out += [(name, _run_worker(args, name)) for name in CLASSIFIERS]
+    out += [(name, _run_worker(args, name)) for name in args.classifiers]
     out += [(f"CITEClassifier + cascade k={k}", _run_worker(args, "CITEClassifier", k)) for k in args.cascade_k]
     return [(label, m["encode"], m["score"], m["peak_gb"]) for label, m in out]
 
@@ -138,6 +150,40 @@ def format_table(args, table):
     return "\n".join(lines)
 
 
+def measure_filter(args, repeats: int, images: int = 20) -> dict:
+    """Seconds per test image of phrase filtering (module docstring) for ``images`` test images at
+    once, as the evaluator builds and applies one filter for a whole split; and of its matrix product."""
+    from phrasedet.engine.phrase_filtering import top_n_indices
+    from phrasedet.evaluation.phrase_detection.ground_truth import PhraseGroundTruth
+    from phrasedet.evaluation.phrase_detection.phrase_filter import PhraseFilter
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(8000)]
+    sentences = [" ".join(rng.choice(words, 12)) for _ in range(args.filter_sentences)]
+    phrases = sorted({" ".join(rng.choice(words, 2)) for _ in range(args.phrases)})
+    ids = [str(i) for i in range(images)]
+    gt = PhraseGroundTruth(ids, phrases, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4)))
+    emb = torch.nn.functional.normalize(torch.randn(args.filter_sentences, args.filter_dim), dim=1)
+    queries = torch.nn.functional.normalize(torch.randn(images, args.filter_dim), dim=1)
+    kept = []
+
+    def filter_split():
+        top = np.concatenate([top_n_indices((q[None] @ emb.t()).numpy(), args.filter_top_n) for q in queries])
+        f = PhraseFilter.from_retrieved(ids, top, sentences, args.filter_top_n)
+        kept[:] = [mask.mean() for _, mask in f.keep_masks(gt)]
+
+    return {"filter": _best_time(filter_split, repeats) / images,
+            "matmul": _best_time(lambda: queries[:1] @ emb.t(), max(repeats, 3)), "kept": float(np.mean(kept))}
+
+
+def format_filter(args, result: dict, cite_seconds: float) -> str:
+    f, m = result["filter"], result["matmul"]
+    return (f"Phrase filtering per test image: {args.filter_sentences} sentences, {args.filter_dim}-d, top {args.filter_top_n}, "
+            f"{args.phrases} phrases: {f * 1e3:.1f} ms ({f / m:.1f}x the product [1, d] @ [d, M], {m * 1e3:.2f} ms); "
+            f"CITE's full-vocabulary scoring per image above: {cite_seconds * 1e3:.0f} ms, so the filter costs "
+            f"{100 * f / cite_seconds:.2f} % of it ({100 * result['kept']:.1f} % of the random vocabulary kept)")
+
+
 def build_parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", choices=sorted(SIZES), default="paper")
@@ -145,7 +191,11 @@ def build_parser():
     p.add_argument("--regions", type=int, default=300)
     p.add_argument("--batch", type=int, default=650, help="phrases scored at once (the CITE code: 650)")
     p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--classifiers", nargs="+", default=CLASSIFIERS, choices=CLASSIFIERS, help="the classifiers to time")
     p.add_argument("--cascade-k", type=int, nargs="*", default=[10, 30], help="cascade shortlist sizes to time")
+    p.add_argument("--filter-sentences", type=int, default=148915, help="sentences of the phrase filter's database (0: no filter row)")
+    p.add_argument("--filter-dim", type=int, default=512, help="the retrieval embedding size")
+    p.add_argument("--filter-top-n", type=int, default=100, help="sentences retrieved per test image")
     p.add_argument("--cascade", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--_worker", default=None, help=argparse.SUPPRESS)
     return p
@@ -156,7 +206,11 @@ def main(argv=None):
     if args._worker:
         _worker(args)
         return None
-    text = format_table(args, rows(args))
+    table = rows(args)
+    text = format_table(args, table)
+    if args.filter_sentences and "CITEClassifier" in args.classifiers:
+        cite = next(score for label, _, score, _ in table if label == "CITEClassifier")
+        text += "\n\n" + format_filter(args, measure_filter(args, args.repeats), cite)
     print(text)
     return text
 

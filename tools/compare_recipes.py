@@ -11,6 +11,15 @@ The first config (cite_cca) runs every stage; the others reuse its stage-1 detec
 same detector. Each run writes ``<output-root>/<config>/results.json``; ``--resume`` passes
 ``--resume`` on, so finished stages are not run again. Extra ``KEY VALUE`` pairs go to every run.
 
+With a trained image-sentence retrieval model (``--filter-weights``; by default
+``tools/compare_retrieval.py``'s seed-0 paper-000 embedding network, ``two_branch``, when it exists),
+the first config is evaluated again with phrase filtering (paper 003 Sec. 6.2, Table VI) for each
+``--filter-top-n``: rows with and without filtering, the filter's recall (test instances whose
+phrase survives in their image) and the time the filter adds per test image.
+
+Evaluation-only passes (cascade, filtering) work in ``<output-root>/<config>/eval_<name>/``, so the
+recipe's own ``results.json`` is never overwritten.
+
 ``--extra-seeds 1 2`` trains every config's stage 3 again with ``SEED 1`` and ``SEED 2`` on the same
 detector (``<output-root>/seed1/<config>`` ...) and prints the spread over the seeds and, for every
 ``X_cca`` / ``X`` pair, CCA init minus random init seed by seed.
@@ -32,6 +41,12 @@ CONFIGS = ["cite_cca", "cite", "embedding_net_cca", "embedding_net", "cca", "qa_
 COLUMNS = [("mAP_zero_shot", "zero-shot mAP"), ("mAP_few_shot", "few-shot mAP"), ("mAP_common", "common mAP"),
            ("mAP", "mAP (mean of buckets)"), ("loc_acc", "localization acc.")]
 _TIME = re.compile(r"Total inference pure compute time: \S+ \(([0-9.]+) s / iter per device")
+_FILTER_TIME = re.compile(r"sentences embedded in ([0-9.]+) s, ([0-9.]+) ms per test image")
+# compare_retrieval.py's paper-000 embedding network: trained on features of the main job's CNN
+DEFAULT_FILTER = {"config": os.path.join(ROOT, "configs", "retrieval", "two_branch.yaml"),
+                  "weights": os.path.join(ROOT, "output", "retrieval_compare", "seed0", "two_branch", "model_final.pth"),
+                  "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS",
+                           os.path.join(ROOT, "output", "cite_cca", "stage1_detector", "model_final.pth")]}
 
 
 def _train_net(config, out, args, extra):
@@ -52,23 +67,45 @@ def run_config(config, root, resume, extra):
         return json.load(f)["results"]["phrase_detection"], seconds
 
 
-def run_cascade(config, root, k, extra):
-    """``--eval-only`` of a finished recipe with and without the cascade: [(label, metrics, s/image)]."""
+def _eval_only(config, root, name, extra):
+    """``--eval-only`` of a finished recipe's final model in ``<root>/<config>/eval_<name>`` (the
+    model is shaped by the recipe's CCA, found next to its weights): (log, its results)."""
     out = os.path.join(root, config)
     with open(os.path.join(out, "results.json")) as f:
         weights = json.load(f)["final_model"]
+    folder = os.path.join(out, f"eval_{name}")
+    log, _ = _train_net(config, folder, ["--eval-only"], ["MODEL.WEIGHTS", weights, *extra])
+    with open(os.path.join(folder, "results.json")) as f:
+        return log, json.load(f)["results"]
+
+
+def run_cascade(config, root, k, extra):
+    """``--eval-only`` of a finished recipe with and without the cascade: [(label, metrics, s/image)]."""
     rows = []
     for label, topk in ((f"{config}, full scoring", 0), (f"{config}, cascade k={k}", k)):
-        log, _ = _train_net(config, out, ["--eval-only"], ["MODEL.WEIGHTS", weights, "MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK", str(topk), *extra])
-        rows.append((label, _copypaste(log), float(_TIME.findall(log)[-1])))
+        log, results = _eval_only(config, root, f"cascade{topk}", ["MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK", str(topk), *extra])
+        rows.append((label, results["phrase_detection"], float(_TIME.findall(log)[-1])))
     return rows
 
 
-def _copypaste(log):
-    """The phrase-detection metrics of Detectron2's ``copypaste`` lines in a log."""
-    names = re.findall(r"copypaste: (mAP,[A-Za-z_,]+)\n", log)[-1].split(",")
-    values = re.findall(r"copypaste: ([0-9.,nan]+)\n", log)[-1].split(",")
-    return {n: float(v) for n, v in zip(names, values)}
+def run_filtering(config, root, top_ns, retrieval, extra):
+    """``--eval-only`` of a finished recipe with phrase filtering for each of ``top_ns``:
+    [(label, metrics, "recall, time")], the unfiltered row first."""
+    rows = []
+    for n in top_ns:
+        keys = ["TEST.PHRASE_FILTER.RETRIEVAL_CONFIG", retrieval["config"], "TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS",
+                retrieval["weights"], "TEST.PHRASE_FILTER.RETRIEVAL_OPTS", repr(list(retrieval["opts"])),
+                "TEST.PHRASE_FILTER.TOP_N", str(n)]
+        log, results = _eval_only(config, root, f"filter_top{n}", keys + list(extra))
+        if not rows:
+            rows.append((f"{config}, no filtering", results["phrase_detection_unfiltered"], "-"))
+        sentences, ms = map(float, _FILTER_TIME.findall(log)[-1])
+        detector = 1000 * float(_TIME.findall(log)[-1])
+        m = results["phrase_detection"]
+        rows.append((f"{config}, filtered by the top {n} sentences", m,
+                     f"recall {m['filter_recall']:.1f} %; +{ms:.0f} ms per image (detector {detector:.0f} ms) "
+                     f"+ {sentences:.1f} s once"))
+    return rows
 
 
 def _cell(value, percent=False):
@@ -145,6 +182,19 @@ def format_init_differences(per_seed, seeds):
     return "\n".join(lines)
 
 
+def filter_model(args):
+    """The retrieval model of the filtering rows: {"config", "weights", "opts"}, or None."""
+    if args.filter_weights == "none":
+        return None
+    weights = args.filter_weights or DEFAULT_FILTER["weights"]
+    if not os.path.isfile(weights):
+        print(f"\nNo phrase-filtering rows: no retrieval model at {weights} (run tools/compare_retrieval.py, or give --filter-weights)")
+        return None
+    default_opts = DEFAULT_FILTER["opts"] if not args.filter_weights else []
+    return {"config": args.filter_config, "weights": weights,
+            "opts": default_opts if args.filter_opts is None else args.filter_opts}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output-root", default=os.path.join(ROOT, "output"))
@@ -154,6 +204,12 @@ def main(argv=None):
     p.add_argument("--extra-seeds", type=int, nargs="*", default=[],
                    help="train every config's classifier again with SEED s (same detector) in <output-root>/seed<s>/, "
                         "then print the spread over the seeds and the CCA-minus-random differences seed by seed")
+    p.add_argument("--filter-weights", default="", help="a trained retrieval model for the phrase-filtering rows "
+                   "(default: compare_retrieval.py's seed-0 two_branch when it exists); 'none' = no filtering rows")
+    p.add_argument("--filter-config", default=DEFAULT_FILTER["config"], help="that model's retrieval config")
+    p.add_argument("--filter-opts", nargs="*", default=None,
+                   help="KEY VALUE overrides of that config (default, for the default model: on pixels of the main job's CNN)")
+    p.add_argument("--filter-top-n", type=int, nargs="+", default=[75, 100], help="sentences retrieved per test image")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
     rows, detector = run_all(args.configs, args.output_root, args.resume, args.opts)
@@ -162,6 +218,11 @@ def main(argv=None):
         cascade = run_cascade(args.configs[0], args.output_root, args.cascade_k, args.opts)
         print()
         print(format_table([(label, m, f"{t:.3f} s") for label, m, t in cascade], "inference per image"))
+    retrieval = filter_model(args)
+    if retrieval:
+        print()
+        print(format_table(run_filtering(args.configs[0], args.output_root, args.filter_top_n, retrieval, args.opts),
+                           "filter recall; time it adds"))
     if args.extra_seeds:
         per_seed = {config: [m] for config, m, _ in rows}
         for seed in args.extra_seeds:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Papers 002 and 000's retrieval claims on the built-in dataset, in one command:
+"""Papers 002, 000 and 001's retrieval claims on the built-in dataset, in one command:
 
     python tools/compare_retrieval.py [--output-root output/retrieval_compare] [--seeds 0 1 2]
         [--backbone-weights PATH | none] [--resume] [--models vse0 vsepp ...] [KEY VALUE ...]
@@ -19,6 +19,12 @@ are printed (``phrasedet/engine/retrieval_claims.py``) and written to ``<output-
 3. The fine-tuned rows (vse0_ft, vsepp_ft) continue each frozen VSE0 / VSE++ model on pixels with
    the whole CNN trained (VSE++: 15 more epochs at 2e-5 after 30 with a fixed CNN);
    ``configs/retrieval/vsepp_ft.yaml`` is the same schedule in one run.
+4. Paper 001's rows train on pixels from that CNN, each in two stages in one run
+   (``configs/retrieval/instance_loss*.yaml``): instance_loss (stage I instance loss with the CNN
+   frozen, stage II instance + ranking loss with the CNN's last stage fine-tuned), ranking_only
+   (the ranking loss in both stages), one_stage (instance + ranking loss from the start, same
+   iterations), no_shift (no position shift). The stage-I model of instance_loss, ranking_only and
+   no_shift is evaluated too (rows ``<name>_stage1``, as the paper's Tables 2 and 6).
 
 ``--resume`` reuses every run whose ``results.json`` exists. Extra ``KEY VALUE`` pairs go to every run.
 """
@@ -36,6 +42,11 @@ from phrasedet.engine.runs import detector_checkpoint, run_tool, train_run  # no
 
 FROZEN = ["vse0", "vsepp", "two_branch", "two_branch_no_nbr", "similarity_net"]
 TUNED = {"vse0_ft": "vse0", "vsepp_ft": "vsepp"}
+# paper 001: model name -> config; the stage-I models of STAGE1_EVALUATED are evaluated too
+INSTANCE = {"instance_loss": "instance_loss", "ranking_only": "instance_loss_ranking_only",
+            "one_stage": "instance_loss_one_stage", "no_shift": "instance_loss_no_shift"}
+STAGE1_EVALUATED = ("instance_loss", "ranking_only", "no_shift")
+MODELS = ["untrained"] + FROZEN + list(TUNED) + list(INSTANCE)
 
 
 def _config(name):
@@ -56,8 +67,23 @@ def train(name, config, out, resume, opts, flags=()):
     return results["retrieval"], minutes
 
 
+def run_instance_loss(name, base, features, weights, resume, seed_opts):
+    """Paper 001's ``name`` (two stages in one run; stage I, with the CNN frozen, on its features
+    when it has trained weights), and its stage-I model evaluated:
+    {name: (metrics, minutes)[, name_stage1: (metrics, None)]}."""
+    out = os.path.join(base, name)
+    on_features = ["PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", features] if weights else []
+    done = {name: train(name, INSTANCE[name], out, resume, ["MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *on_features, *seed_opts])}
+    if name in STAGE1_EVALUATED:
+        stage1 = os.path.join(out, "stage1_frozen_cnn", "model_final.pth")
+        metrics, _ = train(f"{name}_stage1", INSTANCE[name], os.path.join(out, "stage1_eval"), resume,
+                           ["MODEL.WEIGHTS", stage1, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *seed_opts], flags=["--eval-only"])
+        done[f"{name}_stage1"] = (metrics, None)  # an evaluation: its time is not a run's
+    return done
+
+
 def run_seed(seed, models, root, features, weights, resume, opts, finetune):
-    """Every model for one seed: {name: (metrics, minutes)}; ``finetune`` = (iterations, lr)."""
+    """Every model for one seed: {name: (metrics, minutes or None)}; ``finetune`` = (iterations, lr)."""
     base = os.path.join(root, f"seed{seed}")
     seed_opts = ["SEED", seed, *opts]
     done = {}
@@ -75,6 +101,8 @@ def run_seed(seed, models, root, features, weights, resume, opts, finetune):
                            ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights,
                             "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, "SOLVER.STEPS", "()", *seed_opts,
                             "SOLVER.MAX_ITER", finetune[0], "SOLVER.BASE_LR", finetune[1]])
+    for name in (m for m in models if m in INSTANCE):
+        done.update(run_instance_loss(name, base, features, weights, resume, seed_opts))
     return done
 
 
@@ -96,7 +124,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--output-root", default=os.path.join(ROOT, "output", "retrieval_compare"))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--models", nargs="+", default=["untrained"] + FROZEN + list(TUNED), choices=["untrained"] + FROZEN + list(TUNED))
+    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     p.add_argument("--backbone-weights", default="", help="a detector checkpoint, or 'none' for a random CNN")
     p.add_argument("--finetune-iters", type=int, default=None,
                    help="iterations of the fine-tuned rows (default: vsepp_ft.yaml's, after unfreezing)")
@@ -108,14 +136,16 @@ def main(argv=None):
     finetune = (iters if args.finetune_iters is None else args.finetune_iters, lr)
     weights = detector_checkpoint(args.backbone_weights, args.output_root, args.resume)
     print(f"image CNN: {weights or 'random initialization'}", flush=True)
-    features = extract_features(args.output_root, weights, args.resume, args.opts)
-    runs, minutes = {m: [] for m in args.models}, {m: [] for m in args.models}
+    needs_features = any(m not in INSTANCE for m in args.models) or bool(weights)
+    features = extract_features(args.output_root, weights, args.resume, args.opts) if needs_features else None
+    runs, minutes = {}, {}
     for seed in args.seeds:
         print(f"seed {seed}", flush=True)
         for name, (metrics, spent) in run_seed(seed, args.models, args.output_root, features, weights, args.resume, args.opts,
                                                   finetune).items():
-            runs[name].append(metrics)
-            minutes[name].append(spent)
+            runs.setdefault(name, []).append(metrics)
+            if spent is not None:
+                minutes.setdefault(name, []).append(spent)
     mean_minutes = {m: sum(v) / len(v) for m, v in minutes.items()}
     verdicts = claim_verdicts(runs)
     print(f"\nBuilt-in test split (150 images, 750 captions), seeds {', '.join(map(str, args.seeds))}; "

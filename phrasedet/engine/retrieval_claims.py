@@ -1,4 +1,4 @@
-"""Do papers 002 and 000's retrieval claims hold on one's own runs? Verdicts from the retrieval
+"""Do papers 002, 000 and 001's retrieval claims hold on one's own runs? Verdicts from the retrieval
 metrics of several models trained with the same budget and several seeds
 (``tools/compare_retrieval.py``).
 
@@ -11,7 +11,16 @@ Claims, with the papers' numbers for reference (Flickr30K, R@1/5/10 both directi
 * 000, the embedding network beats the similarity network on retrieval (Table 2: 360.0 vs 170.6;
   image-to-sentence R@1 43.2 vs 16.6);
 * 000, the neighbourhood term: with neighbourhood sampling, adding the sentence-neighbourhood
-  constraint changes rsum by +4.2 (Table 2b rows 5-6: 355.8 -> 360.0).
+  constraint changes rsum by +4.2 (Table 2b rows 5-6: 355.8 -> 360.0);
+* 001, the instance loss trains a frozen-CNN model (stage I) far better than the ranking loss
+  (Table 2, Flickr30K val, image-query R@1 39.9 vs 6.1);
+* 001, instance loss + ranking loss (stage II) beats the ranking loss alone (Table 2: R@1 55.4 vs
+  47.5 image query, 39.7 vs 29.0 text query), both trained in two stages with the same budget;
+* 001, stage I helps: two stages beat one stage of instance + ranking loss from the start, with
+  the same number of iterations (Sec. 5: stage I "can provide a good initialization for the
+  ranking loss"; the paper gives no one-stage number);
+* 001, position shift helps (Table 6, stage I: R@1 39.9 vs 34.1 image query, 28.2 vs 23.6 text
+  query), compared after stage I as the paper does, and after stage II.
 
 A claim holds when the mean difference over the seeds has the paper's sign and at least half of
 the seeds agree (:mod:`.claims`); the per-seed differences are part of every verdict.
@@ -23,7 +32,7 @@ import numpy as np
 
 from .claims import cell, difference as _difference, holds, mean_sd, verdict
 
-__all__ = ["PAPER", "RECALLS", "claim_verdicts", "difference", "format_claims", "format_seed_table", "in_batch_matches", "mean_sd"]
+__all__ = ["PAPER", "PAPER_001_CLAIMS", "RECALLS", "claim_verdicts", "difference", "format_claims", "format_seed_table", "in_batch_matches", "mean_sd"]
 
 RECALLS = ("i2t_R@1", "i2t_R@5", "i2t_R@10", "t2i_R@1", "t2i_R@5", "t2i_R@10")
 
@@ -33,7 +42,23 @@ PAPER = {
     "vse0_ft": {"rsum": 367.8, "i2t_R@1": 42.1}, "vsepp_ft": {"rsum": 409.8, "i2t_R@1": 52.9},
     "two_branch": {"rsum": 360.0, "i2t_R@1": 43.2}, "two_branch_no_nbr": {"rsum": 355.8, "i2t_R@1": 41.6},
     "similarity_net": {"rsum": 170.6, "i2t_R@1": 16.6},
+    # paper 001, Flickr30K validation (Tables 2 and 6 give R@1 and R@10 only)
+    "instance_loss": {"i2t_R@1": 55.4}, "ranking_only": {"i2t_R@1": 47.5}, "instance_loss_stage1": {"i2t_R@1": 39.9},
+    "ranking_only_stage1": {"i2t_R@1": 6.1}, "no_shift_stage1": {"i2t_R@1": 34.1},
 }
+
+# (claim, model, baseline, the paper's figure), paper 001; each compares rsum, with both R@1 beside
+PAPER_001_CLAIMS = (
+    ("001: the instance loss beats the ranking loss with a frozen CNN (stage I)", "instance_loss_stage1",
+     "ranking_only_stage1", "image-query R@1 +33.8 (39.9 vs 6.1), text-query +23.3 (Table 2)"),
+    ("001: instance + ranking loss (stage II) beats the ranking loss alone", "instance_loss", "ranking_only",
+     "image-query R@1 +7.9 (55.4 vs 47.5), text-query +10.7 (Table 2)"),
+    ("001: stage I helps (two stages beat one stage with the same iterations)", "instance_loss", "one_stage",
+     "no number (Sec. 5: stage I gives the ranking loss a good initialization)"),
+    ("001: position shift helps (stage I)", "instance_loss_stage1", "no_shift_stage1",
+     "image-query R@1 +5.8 (39.9 vs 34.1), text-query +4.6 (Table 6, stage I)"),
+    ("001: position shift helps (after stage II)", "instance_loss", "no_shift", "not measured (Table 6 is stage I)"),
+)
 
 
 def difference(runs: Dict[str, List[dict]], a: str, b: str, key: str = "rsum") -> List[float]:
@@ -63,7 +88,9 @@ def claim_verdicts(runs: Dict[str, List[dict]]) -> List[dict]:
 
     Args:
         runs: model name (``vse0``, ``vsepp``, ``vse0_ft``, ``vsepp_ft``, ``two_branch``,
-            ``two_branch_no_nbr``, ``similarity_net``) -> one retrieval-metrics dict per seed.
+            ``two_branch_no_nbr``, ``similarity_net``, and paper 001's ``instance_loss``,
+            ``ranking_only``, ``one_stage``, ``no_shift`` and the stage-I models
+            ``<name>_stage1``) -> one retrieval-metrics dict per seed.
     """
     out = []
     if {"vse0", "vsepp"} <= set(runs):
@@ -82,6 +109,11 @@ def claim_verdicts(runs: Dict[str, List[dict]]) -> List[dict]:
     if {"two_branch", "two_branch_no_nbr"} <= set(runs):
         out.append(_verdict("000: the sentence-neighbourhood term improves retrieval", "+4.2 (355.8 -> 360.0)",
                             difference(runs, "two_branch", "two_branch_no_nbr")))
+    for title, model, baseline, paper in PAPER_001_CLAIMS:
+        if {model, baseline} <= set(runs):
+            r1 = [np.mean(difference(runs, model, baseline, f"{d}_R@1")) for d in ("i2t", "t2i")]
+            out.append(_verdict(title, paper, difference(runs, model, baseline),
+                                f"; R@1 image query {r1[0]:+.1f}, text query {r1[1]:+.1f}"))
     return out
 
 
@@ -91,13 +123,15 @@ def format_claims(verdicts: List[dict]) -> str:
 
 def format_seed_table(runs: Dict[str, List[dict]], minutes: Dict[str, float]) -> str:
     """Markdown table: each model's recalls and rsum as mean ± sample standard deviation over the
-    seeds, the paper's rsum and the mean wall time of one run."""
-    head = ["model"] + [k.replace("_", " ") for k in RECALLS] + ["rsum", "paper rsum", "minutes per run"]
+    seeds, the paper's rsum and image-to-text R@1 (where it gives them) and the mean wall time of
+    one run ("-" for a model without one, e.g. a stage-I model evaluated from a longer run)."""
+    head = ["model"] + [k.replace("_", " ") for k in RECALLS] + ["rsum", "paper rsum", "paper i2t R@1", "minutes per run"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, metrics in runs.items():
         cells = [cell([m[k] for m in metrics]) for k in RECALLS + ("rsum",)]
-        paper = PAPER.get(name, {}).get("rsum")
-        cells += [f"{paper:.1f}" if paper else "-", f"{minutes.get(name, math.nan):.1f}"]
+        paper = PAPER.get(name, {})
+        cells += [f"{paper[k]:.1f}" if k in paper else "-" for k in ("rsum", "i2t_R@1")]
+        cells.append(f"{minutes[name]:.1f}" if name in minutes else "-")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

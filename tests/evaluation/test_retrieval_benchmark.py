@@ -62,3 +62,16 @@ def test_encoding_section_prints_rates_next_to_the_plain_modules(tool, capsys):
     assert "== encoding" in out and "plain Detectron2 backbone" in out and "plain torch.nn.GRU, pre-tokenized" in out
     assert set(results) == {"images", "captions"}
     assert all(r["per_second"] > 0 and r["baseline_per_second"] > 0 for r in results.values())
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_stages_section_times_both_stages_next_to_vsepp(tool, capsys):
+    import os
+
+    configs = os.path.join(os.path.dirname(__file__), "..", "..", "configs", "retrieval")
+    results = tool.main(["--sections", "stages", "--config-file", os.path.join(configs, "vsepp.yaml"), "--instance-config",
+                         os.path.join(configs, "instance_loss.yaml"), "--stage-batch", "2", "--repeat", "1"])["stages"]
+    out = capsys.readouterr().out
+    assert "stage I on features (CNN frozen)" in out and "VSE++ with res4 fine-tuned" in out
+    assert set(results) == {"stage1_features", "vsepp_features", "stage1_pixels", "stage2", "vsepp_ft"}
+    assert all(ms > 0 for ms in results.values())
