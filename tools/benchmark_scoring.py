@@ -159,8 +159,8 @@ def measure_filter(args, repeats: int, images: int = 20) -> dict:
 
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(8000)]
-    sentences = [" ".join(rng.choice(words, 12)) for _ in range(args.filter_sentences)]
-    phrases = sorted({" ".join(rng.choice(words, 2)) for _ in range(args.phrases)})
+    sentences = [" ".join(words[i] for i in row) for row in rng.integers(0, len(words), (args.filter_sentences, 12))]
+    phrases = sorted({" ".join(words[i] for i in row) for row in rng.integers(0, len(words), (args.phrases, 2))})
     ids = [str(i) for i in range(images)]
     gt = PhraseGroundTruth(ids, phrases, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 4)))
     emb = torch.nn.functional.normalize(torch.randn(args.filter_sentences, args.filter_dim), dim=1)
