@@ -40,8 +40,6 @@ def main(argv=None) -> dict:
     p.add_argument("--config-file", default=None, help="a phrase-detection config (MODEL.DEVICE, TEST.PHRASE_FILTER)")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides")
     args = p.parse_args(argv)
-    setup_logger(name="phrasedet")
-    logging.basicConfig(level=logging.INFO)
     cfg = get_cfg()
     add_phrasedet_config(cfg)
     if args.config_file:
@@ -70,4 +68,6 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
+    setup_logger(name="phrasedet")  # here, not in main(): main() called from other code leaves its logging alone
+    logging.basicConfig(level=logging.INFO)
     main()

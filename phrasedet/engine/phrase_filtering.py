@@ -35,6 +35,9 @@ from detectron2.modeling import build_model
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data import CaptionDatasetMapper
 from phrasedet.evaluation import PhraseFilter
+from phrasedet.modeling.sentence_encoders import training_captions
+
+from .model_surgery import load_weights
 
 __all__ = ["PHRASE_FILTER_FILE", "phrase_filter_enabled", "check_phrase_filter_config", "retrieval_config",
            "build_retrieval_model", "sentence_database", "top_n_indices", "build_phrase_filter"]
@@ -123,22 +126,13 @@ def retrieval_config(cfg):
 def _load_weights(model, path: str, skip_backbone: bool) -> None:
     """Load checkpoint ``path`` into ``model``, requiring every tensor of the model (but the
     backbone's when ``skip_backbone``: it came from ``BACKBONE_WEIGHTS``) and nothing else."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    state = state.get("model", state)
-    if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
-    if skip_backbone:
-        state = {k: v for k, v in state.items() if not k.startswith(_BACKBONE_PREFIX)}
-    own = model.state_dict()
-    missing = sorted(k for k in own if k not in state and not (skip_backbone and k.startswith(_BACKBONE_PREFIX)))
-    unexpected = sorted(k for k in state if k not in own)
-    if missing or unexpected:
+    skip = (_BACKBONE_PREFIX,) if skip_backbone else ()
+    try:
+        load_weights(model, path, drop=skip, may_miss=skip)
+    except ValueError as e:
         hint = (" (a model trained on pixels with the backbone untouched: set MODEL.RETRIEVAL.BACKBONE_WEIGHTS through "
-                "TEST.PHRASE_FILTER.RETRIEVAL_OPTS)" if any(k.startswith(_BACKBONE_PREFIX) for k in missing) else "")
-        raise ValueError(f"TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS {path!r} does not fit TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: "
-                         f"missing {missing[:5]}{' ...' if len(missing) > 5 else ''}, unexpected {unexpected[:5]}"
-                         f"{' ...' if len(unexpected) > 5 else ''}{hint}")
-    model.load_state_dict(state, strict=False)
+                "TEST.PHRASE_FILTER.RETRIEVAL_OPTS)" if f"'{_BACKBONE_PREFIX}" in str(e) else "")
+        raise ValueError(f"TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS does not fit TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: {e}{hint}") from None
 
 
 def build_retrieval_model(rcfg, weights: str, skip_backbone: bool = False):
@@ -151,7 +145,7 @@ def build_retrieval_model(rcfg, weights: str, skip_backbone: bool = False):
 def sentence_database(rcfg) -> List[str]:
     """Every caption of the retrieval config's ``DATASETS.TRAIN`` splits, in dataset order (the
     indices saved in the filter)."""
-    return [c for name in rcfg.DATASETS.TRAIN for record in DatasetCatalog.get(name) for c in record.get("captions", ())]
+    return training_captions(rcfg, "TEST.PHRASE_FILTER.RETRIEVAL_CONFIG")
 
 
 def top_n_indices(scores: np.ndarray, n: int) -> np.ndarray:

@@ -1,0 +1,40 @@
+"""Model surgery shared by staged training and the tools that load a trained model's parts:
+load a checkpoint leaving out or tolerating named parts, freeze all but one module."""
+import logging
+
+import torch
+from torch import nn
+
+__all__ = ["freeze_all_but", "load_weights"]
+
+logger = logging.getLogger("phrasedet.stages")
+
+
+def load_weights(model: nn.Module, path: str, drop=(), may_miss=()) -> None:
+    """Load a Detectron2 checkpoint's ``model`` into ``model``, leaving out keys starting with a
+    prefix in ``drop``; every other key must match, and only keys under ``may_miss`` may be absent."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = state.get("model", state)
+    state = {k: v for k, v in state.items() if not k.startswith(tuple(drop))}
+    result = model.load_state_dict(state, strict=False)
+    missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss))]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"{path} does not fit the model: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}")
+    logger.info("Loaded %d tensors from %s%s", len(state), path, f" (left out {', '.join(drop)})" if drop else "")
+
+
+def _keep_eval_mode(module, inputs):
+    module.training = False  # a frozen BatchNorm normalizes with, and keeps, its running statistics
+
+
+def freeze_all_but(model: nn.Module, trainable: nn.Module) -> None:
+    """Stop gradients to every parameter outside ``trainable`` and keep the BatchNorm layers
+    outside it in inference mode, even under ``model.train()``."""
+    keep_params = {id(p) for p in trainable.parameters()}
+    keep_modules = {id(m) for m in trainable.modules()}
+    for p in model.parameters():
+        if id(p) not in keep_params:
+            p.requires_grad_(False)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and id(m) not in keep_modules:
+            m.register_forward_pre_hook(_keep_eval_mode)
