@@ -151,3 +151,38 @@ def test_missing_sentences_file_names_it(tmp_path):
     os.remove(os.path.join(ann_root, "Sentences", "1000092795.txt"))
     with pytest.raises(FileNotFoundError, match=r"Sentences/1000092795.txt does not exist"):
         load_flickr30k_entities(ann_root, image_root, os.path.join(ann_root, "train.txt"))
+
+
+def _with_bom(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + data)
+
+
+def test_byte_order_marks_are_removed_from_sentences_split_lists_and_unrelated_captions(tmp_path):
+    ann_root, image_root = write_flickr_root(str(tmp_path))
+    unrelated = tmp_path / "UNRELATED_CAPTIONS"
+    unrelated.write_text("1000092795 5\n")
+    for path in (os.path.join(ann_root, "Sentences", "1000092795.txt"), os.path.join(ann_root, "train.txt"), str(unrelated)):
+        _with_bom(path)
+    (record,) = load_flickr30k_entities(ann_root, image_root, os.path.join(ann_root, "train.txt"),
+                                        unrelated_captions_file=str(unrelated))
+    assert record["image_id"] == "1000092795" and record["unrelated_captions"] == [4]
+    first = [a for a in record["annotations"] if a["caption_index"] == 0][0]
+    assert record["captions"][0].startswith("Two young guys") and first["first_word_index"] == 0
+
+
+def test_a_byte_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    ann_root, image_root = write_flickr_root(str(tmp_path))
+    path = os.path.join(ann_root, "Sentences", "1000092795.txt")
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    lines[2] = lines[2].replace(b"green", b"gr\xe9en")  # Latin-1, not UTF-8
+    with open(path, "wb") as f:
+        f.write(b"\n".join(lines))
+    with pytest.raises(BadAnnotationError, match=r"Sentences/1000092795.txt:3:\d+: byte 0xe9 .* is not valid UTF-8"):
+        load_flickr30k_entities(ann_root, image_root, os.path.join(ann_root, "train.txt"))
+    (tmp_path / "split.txt").write_bytes(b"1000092795\n\xff\n")
+    with pytest.raises(BadAnnotationError, match=r"split.txt:2:1: byte 0xff .* is not valid UTF-8"):
+        load_flickr30k_entities(ann_root, image_root, str(tmp_path / "split.txt"))

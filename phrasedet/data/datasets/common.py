@@ -54,18 +54,17 @@ def union_box(boxes):
 
 def read_id_list(path):
     """Image ids, one per line (blank lines ignored), in file order; a duplicate id is an error."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"split list {path!r} does not exist")
+    from .files import read_text_lines  # files.py builds on this module's error type
+
     ids, seen = [], {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            image_id = line.strip()
-            if not image_id:
-                continue
-            if image_id in seen:
-                raise BadAnnotationError(f"{path}:{n}: image id {image_id} already listed on line {seen[image_id]}")
-            seen[image_id] = n
-            ids.append(image_id)
+    for n, line in enumerate(read_text_lines(path, "split list"), 1):  # a byte-order mark is removed
+        image_id = line.strip()
+        if not image_id:
+            continue
+        if image_id in seen:
+            raise BadAnnotationError(f"{path}:{n}: image id {image_id} already listed on line {seen[image_id]}")
+        seen[image_id] = n
+        ids.append(image_id)
     return ids
 
 

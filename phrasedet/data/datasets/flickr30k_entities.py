@@ -16,6 +16,7 @@ from detectron2.structures import BoxMode
 from phrasedet.text import normalize_phrase
 
 from .common import BadAnnotationError, check_box, read_id_list, require_image_files, union_box
+from .files import read_text_lines
 
 __all__ = [
     "SentencePhrase",
@@ -87,8 +88,7 @@ def parse_sentence_line(line: str, where: str = "<string>"):
 
 def parse_sentences_file(path: str):
     """All captions of one ``Sentences/<id>.txt``: a list of (caption, phrases), blank lines skipped."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
+    lines = read_text_lines(path, "Sentences file")  # UTF-8, a byte-order mark removed; a bad byte names path:line
     return [parse_sentence_line(line, f"{path}:{n}") for n, line in enumerate(lines, 1) if line.strip()]
 
 
@@ -154,15 +154,14 @@ def parse_annotation_xml(path: str, box_policy: str = "error") -> ImageAnnotatio
 def read_unrelated_captions(path: str) -> dict:
     """``UNRELATED_CAPTIONS``: image id -> set of 0-based caption indices (the file is 1-based)."""
     out = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit() or int(parts[1]) < 1:
-                raise BadAnnotationError(f"{path}:{n}: expected '<image id> <sentence number>', got {line!r}")
-            out.setdefault(parts[0], set()).add(int(parts[1]) - 1)
+    for n, line in enumerate(read_text_lines(path, "UNRELATED_CAPTIONS file"), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit() or int(parts[1]) < 1:
+            raise BadAnnotationError(f"{path}:{n}: expected '<image id> <sentence number>', got {line!r}")
+        out.setdefault(parts[0], set()).add(int(parts[1]) - 1)
     return out
 
 
