@@ -106,3 +106,37 @@ def test_box_outside_image_and_missing_image(tmp_path):
     os.remove(os.path.join(image_root, "25", "images", "25123.jpg"))
     with pytest.raises(FileNotFoundError, match="25123.jpg"):
         load_referit(refclef, image_root, "train", box_policy="clip")
+
+
+def _instances(images=((25123, 100, 80), (25124, 60, 40))):
+    return {"images": [{"id": i, "file_name": f"{i}.jpg", "width": w, "height": h} for i, w, h in images],
+            "annotations": [{"id": 1, "image_id": 25123, "bbox": [10.5, 20.0, 30.0, 40.0]},
+                            {"id": 2, "image_id": 25123, "bbox": [0, 0, 100, 80]}]}
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["annotations"][1].pop("bbox"), r"instances.json: annotations\[1\] \(id 2\): missing key 'bbox'"),
+    (lambda d: d["images"][0].pop("width"), r"instances.json: images\[0\] \(id 25123\): missing key 'width'"),
+    (lambda d: d["images"][1].update(height="40"), r"images\[1\] \(id 25124\): 'width' and 'height' must be positive numbers"),
+    (lambda d: d["annotations"][0].update(bbox=[1, 2, 3]), r"annotations\[0\] \(id 1\): key 'bbox' must be 4 numbers"),
+    (lambda d: d.pop("images"), r"instances.json: top level: missing key 'images'"),
+    (lambda d: d.update(annotations={}), r"'annotations' must be a list, got dict"),
+])
+def test_an_instances_record_without_a_key_the_loader_reads_names_file_record_and_key(tmp_path, edit, message):
+    data = _instances()
+    edit(data)
+    refclef, image_root = _write_refclef(str(tmp_path), instances=data)
+    with pytest.raises(BadAnnotationError, match=message):
+        load_referit(refclef, image_root, "train")
+
+
+def test_instances_json_with_a_byte_order_mark_loads_and_a_bad_byte_names_its_position(tmp_path):
+    refclef, image_root = _write_refclef(str(tmp_path))
+    path = os.path.join(refclef, "instances.json")
+    data = open(path, "rb").read()
+    open(path, "wb").write(b"\xef\xbb\xbf" + data)
+    (record,) = load_referit(refclef, image_root, "train")
+    assert record["width"] == 100
+    open(path, "wb").write(data.replace(b"25123.jpg", b"25123\xff.jpg", 1))
+    with pytest.raises(BadAnnotationError, match=r"instances.json:1:\d+: byte 0xff \(byte offset \d+\) is not valid UTF-8"):
+        load_referit(refclef, image_root, "train")

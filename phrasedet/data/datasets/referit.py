@@ -6,7 +6,6 @@ one ground-truth (phrase, box) instance; the box is the ref's annotation ``[x, y
 into ``[x, y, x + w, y + h]``. Images without any ref stay in the split (they only contribute
 negatives to phrase detection).
 """
-import json
 import logging
 import os
 import pickle
@@ -17,6 +16,7 @@ from detectron2.structures import BoxMode
 from phrasedet.text import normalize_phrase
 
 from .common import BadAnnotationError, check_box, read_id_list, require_image_files
+from .files import load_json_file, require_keys
 
 __all__ = ["load_referit", "REFERIT_SPLITS"]
 
@@ -50,17 +50,31 @@ def _load_refs(path):
     return refs
 
 
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_instances(path, data) -> None:
+    """Every image and annotation record of ``instances.json`` has the keys the loader reads, of
+    the right type; an error names the file, the record (index and id) and the key."""
+    require_keys(data, ("images", "annotations"), f"{path}: top level")
+    for part, keys in (("images", ("id", "file_name", "width", "height")), ("annotations", ("id", "bbox"))):
+        if not isinstance(data[part], list):
+            raise BadAnnotationError(f"{path}: {part!r} must be a list, got {type(data[part]).__name__}")
+        for k, rec in enumerate(data[part]):
+            where = f"{path}: {part}[{k}]" + (f" (id {rec['id']!r})" if isinstance(rec, dict) and "id" in rec else "")
+            require_keys(rec, keys, where)
+            if part == "images" and not all(_is_number(rec[key]) and rec[key] > 0 for key in ("width", "height")):
+                raise BadAnnotationError(f"{where}: 'width' and 'height' must be positive numbers, got "
+                                         f"{rec['width']!r} and {rec['height']!r}")
+            if part == "annotations" and not (isinstance(rec["bbox"], list) and len(rec["bbox"]) == 4
+                                              and all(_is_number(v) for v in rec["bbox"])):
+                raise BadAnnotationError(f"{where}: key 'bbox' must be 4 numbers [x, y, w, h], got {rec['bbox']!r}")
+
+
 def _load_instances(path):
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"ReferIt instances file {path!r} does not exist")
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise BadAnnotationError(f"{path}: invalid JSON: {e}") from None
-    for key in ("images", "annotations"):
-        if key not in data:
-            raise BadAnnotationError(f"{path}: missing top-level key {key!r}")
+    data = load_json_file(path, "ReferIt instances file")  # UTF-8 (a byte-order mark removed); errors name path:line:column
+    _check_instances(path, data)
     return {im["id"]: im for im in data["images"]}, {a["id"]: a for a in data["annotations"]}
 
 
