@@ -25,6 +25,7 @@ import sys
 import phrasedet  # noqa: F401  (registers the datasets; must come before the catalog lookups)
 from phrasedet.evaluation import MODES, evaluate_predictions_file, format_results_table
 from phrasedet.evaluation.phrase_detection.phrase_filter import format_filtered_report
+from phrasedet.evaluation.phrase_detection.predictions import MAX_IGNORED_FRACTION
 
 RESULTS_FILE = "phrase_detection_results.json"
 
@@ -40,6 +41,9 @@ def parse_args(argv=None):
     parser.add_argument("--output-dir", default=None, help=f"write {RESULTS_FILE} and phrase_aps.json here")
     parser.add_argument("--phrase-filter", default=None, metavar="FILE",
                         help="a phrase filter (JSON): also evaluate with phrase filtering and report its recall")
+    parser.add_argument("--max-ignored-fraction", type=float, default=MAX_IGNORED_FRACTION,
+                        help="fail when more than this share of the records names phrases that are not test phrases "
+                             "(after normalization)")
     return parser.parse_args(argv)
 
 
@@ -49,7 +53,8 @@ def main(argv=None) -> dict:
     try:
         results, result, vocabulary = evaluate_predictions_file(
             args.predictions, args.dataset, mode=args.mode, iou_thresh=args.iou_thresh,
-            train_dataset=args.train_dataset, return_result=True, phrase_filter=args.phrase_filter)
+            train_dataset=args.train_dataset, return_result=True, phrase_filter=args.phrase_filter,
+            max_ignored_fraction=args.max_ignored_fraction)
     except (ValueError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
     header = f"Phrase detection on {args.dataset} (mode={args.mode}, IoU>={args.iou_thresh})"

@@ -136,3 +136,37 @@ def test_format_detection_and_unknown_phrases(toy_gt, tmp_path):
     bad.write_text(json.dumps(GOOD) + "\n{not json\n")
     with pytest.raises(ValueError, match="line 2"):
         load_predictions(str(bad), toy_gt)
+
+
+@pytest.mark.parametrize("box, why", [
+    ([10, 0, 5, 10], "x2 < x1 or y2 < y1"),
+    ([0, 10, 10, 5], "x2 < x1 or y2 < y1"),
+    ([0, 0, math.inf, 10], "coordinates must be finite"),
+])
+def test_a_reversed_or_infinite_box_is_an_error_naming_the_record(toy_gt, tmp_path, box, why):
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join([json.dumps(GOOD), json.dumps(dict(GOOD, box=box))]) + "\n")
+    with pytest.raises(ValueError, match=f"{path}: line 2: key 'box': {why}"):
+        load_predictions(str(path), toy_gt)
+    path.write_text(json.dumps(dict(GOOD, box=[5, 5, 5, 5])))  # a zero-area box is a box
+    assert load_predictions(str(path), toy_gt).k == 1
+
+
+def test_an_empty_predictions_file_is_an_error(toy_gt, tmp_path):
+    for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n\n"), ("empty.json", "[]")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=f"{tmp_path / name}: the predictions file holds no records"):
+            load_predictions(str(tmp_path / name), toy_gt)
+
+
+def test_raw_phrases_are_normalized_and_a_file_of_unknown_phrases_fails(toy_gt, tmp_path, caplog):
+    path = tmp_path / "raw.jsonl"
+    path.write_text("\n".join(json.dumps(dict(GOOD, phrase=p)) for p in ("The Man", "man", "a MAN .")) + "\n")
+    with caplog.at_level("INFO"):
+        d = load_predictions(str(path), toy_gt)
+    np.testing.assert_array_equal(d.scores[0, toy_gt.phrase_index["man"]], [0.5, 0.5, 0.5])
+    assert "2 records of 2 phrases were not normalized and were normalized with normalize_phrase" in caplog.text
+    path.write_text("\n".join(json.dumps(dict(GOOD, phrase=p)) for p in ("man", "zebra", "giraffe")) + "\n")
+    with pytest.raises(ValueError, match=r"2 of 3 records \(66.7 %, more than 50 %\) name phrases that are not test phrases"):
+        load_predictions(str(path), toy_gt)
+    assert load_predictions(str(path), toy_gt, max_ignored_fraction=0.7).k == 1  # 2 of 3 allowed

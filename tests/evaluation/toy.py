@@ -95,6 +95,7 @@ def noisy_outputs(record, phrases, k=2, ties=True):
     for ann in record["annotations"]:
         j = pos.get(ann["phrase"])
         if j is not None:
-            boxes[j] = np.asarray(ann["bbox"]) + rng.normal(0, 3, (k, 4))
+            noisy = np.asarray(ann["bbox"]) + rng.normal(0, 3, (k, 4))
+            boxes[j] = np.concatenate([np.minimum(noisy[:, :2], noisy[:, 2:]), np.maximum(noisy[:, :2], noisy[:, 2:])], axis=1)
     return {"phrases": phrases, "scores": torch.as_tensor(scores, dtype=torch.float32),
             "boxes": torch.as_tensor(boxes, dtype=torch.float32)}

@@ -9,7 +9,14 @@ A record is one detection::
 and ``-Infinity`` allowed, NaN not). A (image, phrase) may have several records: they are its
 detections k = 0, 1, ... in file order. The file is a JSON list of records, or JSON lines (one
 record per line): JSON lines when the name ends in ``.jsonl`` or the first non-blank character
-is not ``[``. Records of phrases that are not test phrases (no test instance) are ignored.
+is not ``[``.
+
+Reading is strict: a box must be 4 finite numbers with x2 >= x1 and y2 >= y1, an empty file is an
+error, and a phrase that is not a test phrase is first normalized with the project's
+``normalize_phrase`` (files written by other code, e.g. MDETR or GLIP, hold raw phrases; the log
+says how many were normalized). Records whose phrase is still not a test phrase are ignored and
+counted; when more than ``max_ignored_fraction`` (default 0.5) of the records are ignored, reading
+fails and says why (the phrases are probably of another dataset or normalization).
 """
 import json
 import logging
@@ -21,6 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from phrasedet.data.statistics import training_vocabulary
+from phrasedet.text import normalize_phrase
 from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth
@@ -33,6 +41,8 @@ __all__ = ["PredictionWriter", "format_prediction_lines", "iter_prediction_recor
 logger = logging.getLogger(__name__)
 
 _RECORD_KEYS = ("image_id", "phrase", "box", "score")
+# Share of records whose phrase is not a test phrase (after normalization) above which reading fails.
+MAX_IGNORED_FRACTION = 0.5
 
 
 def _json_number(x: float) -> str:
@@ -138,17 +148,39 @@ def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
+def _check_box(path, where, b) -> None:
+    if not (isinstance(b, list) and len(b) == 4 and all(_is_number(x) for x in b)):
+        raise _bad(path, where, "box", f"must be a list of 4 numbers [x1, y1, x2, y2], got {b!r}")
+    if not all(math.isfinite(x) for x in b):
+        raise _bad(path, where, "box", f"coordinates must be finite, got {b!r}")
+    if b[2] < b[0] or b[3] < b[1]:
+        raise _bad(path, where, "box", f"x2 < x1 or y2 < y1 in [x1, y1, x2, y2] = {b!r} (an xywh box?)")
+
+
+def _phrase_column(phrase: str, phrase_index: dict, normalized: dict):
+    """The test-vocabulary index of ``phrase``, normalized with ``normalize_phrase`` when it is
+    not a test phrase as written (counted in ``normalized``); None when it is not one either way."""
+    j = phrase_index.get(phrase)
+    if j is None:
+        j = phrase_index.get(normalize_phrase(phrase))
+        if j is not None:
+            normalized[phrase] = normalized.get(phrase, 0) + 1
+    return j
+
+
+def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: float = MAX_IGNORED_FRACTION) -> PhraseDetections:
     """Read a predictions file into :class:`PhraseDetections` over ``gt``.
 
     Raises ValueError naming the file, the record (``line N`` / ``record N``) and the key of a
-    malformed record, or the unknown ``image_id``. Records of phrases outside the test vocabulary
-    are ignored (logged with their count).
+    malformed record (a box that is not 4 finite numbers with x2 >= x1 and y2 >= y1, included), the
+    unknown ``image_id``, an empty file, or more than ``max_ignored_fraction`` of the records
+    ignored. Phrases that are not test phrases are normalized first (counted and logged); records
+    still outside the test vocabulary are ignored (logged with their count).
     """
     image_index, phrase_index = gt.image_index, gt.phrase_index
     img, phr = array("q"), array("q")
     score, box = array("d"), array("d")
-    unknown_phrases = {}
+    unknown_phrases, normalized = {}, {}
     n_records = 0
     for where, rec in iter_prediction_records(path):
         n_records += 1
@@ -163,14 +195,13 @@ def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
             raise _bad(path, where, "image_id", f"must be a string, got {image_id!r}")
         if not isinstance(phrase, str):
             raise _bad(path, where, "phrase", f"must be a string, got {phrase!r}")
-        if not (isinstance(b, list) and len(b) == 4 and all(_is_number(x) for x in b)):
-            raise _bad(path, where, "box", f"must be a list of 4 numbers [x1, y1, x2, y2], got {b!r}")
+        _check_box(path, where, b)
         if not _is_number(s) or math.isnan(s):
             raise _bad(path, where, "score", f"must be a number (not NaN), got {s!r}")
         i = image_index.get(image_id)
         if i is None:
             raise ValueError(f"{path}: {where}: key 'image_id': unknown image_id {image_id!r} (not in the test split)")
-        j = phrase_index.get(phrase)
+        j = _phrase_column(phrase, phrase_index, normalized)
         if j is None:
             unknown_phrases[phrase] = unknown_phrases.get(phrase, 0) + 1
             continue
@@ -178,10 +209,20 @@ def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
         phr.append(j)
         score.append(s)
         box.extend(b)
+    if n_records == 0:
+        raise ValueError(f"{path}: the predictions file holds no records")
+    if normalized:
+        first = next(iter(normalized))
+        logger.info("%s: %d records of %d phrases were not normalized and were normalized with normalize_phrase "
+                    "(e.g. %r -> %r)", path, sum(normalized.values()), len(normalized), first, normalize_phrase(first))
     if unknown_phrases:
-        example = next(iter(unknown_phrases))
-        logger.warning("%s: %d records of %d phrases that are not test phrases were ignored (e.g. %r); "
-                       "phrases must be normalized", path, sum(unknown_phrases.values()), len(unknown_phrases), example)
+        ignored, example = sum(unknown_phrases.values()), next(iter(unknown_phrases))
+        if ignored > max_ignored_fraction * n_records:
+            raise ValueError(f"{path}: {ignored} of {n_records} records ({100.0 * ignored / n_records:.1f} %, more than "
+                             f"{100.0 * max_ignored_fraction:.0f} %) name phrases that are not test phrases of this split even "
+                             f"after normalization (e.g. {example!r}): predictions of another dataset or split?")
+        logger.warning("%s: %d records of %d phrases that are not test phrases were ignored (e.g. %r)",
+                       path, ignored, len(unknown_phrases), example)
     img = np.frombuffer(img, dtype=np.int64) if len(img) else np.zeros(0, np.int64)
     phr = np.frombuffer(phr, dtype=np.int64) if len(phr) else np.zeros(0, np.int64)
     key = img * gt.num_phrases + phr
@@ -202,7 +243,7 @@ def load_predictions(path: str, gt: PhraseGroundTruth) -> PhraseDetections:
 
 def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                               train_dataset: Optional[str] = None, return_result: bool = False,
-                              bucket_thresholds=(0, 100), phrase_filter=None):
+                              bucket_thresholds=(0, 100), phrase_filter=None, max_ignored_fraction: float = MAX_IGNORED_FRACTION):
     """Evaluate a predictions file on a registered test split, with the in-loop evaluator's core.
 
     Returns ``{"phrase_detection": metrics}`` (the evaluator's format); with ``return_result``
@@ -211,7 +252,7 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
     ``phrase_filter`` (a :class:`PhraseFilter` or the path of its JSON file) evaluates with phrase
     filtering as the evaluator does: ``{"phrase_detection": filtered metrics (with the filter's
     recall), "phrase_detection_unfiltered": unfiltered metrics}``; the returned result is the
-    filtered one.
+    filtered one. ``max_ignored_fraction``: see :func:`load_predictions`.
     """
     train_name = train_dataset_of(dataset_name, train_dataset)
     _, gt = load_test_split(dataset_name)
@@ -219,7 +260,7 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
         phrase_filter = PhraseFilter.load(os.fspath(phrase_filter))
     if phrase_filter is not None:
         phrase_filter.check_images(gt)  # before reading the predictions
-    dets = load_predictions(path, gt)
+    dets = load_predictions(path, gt, max_ignored_fraction)
     vocabulary = training_vocabulary([train_name], bucket_thresholds)
     if phrase_filter is None:
         result = evaluate_phrase_detection(gt, dets, mode=mode, iou_thresh=iou_thresh)
