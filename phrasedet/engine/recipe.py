@@ -93,7 +93,7 @@ def detector_stage(cfg) -> Stage:
     c.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK = 0
     c.MODEL.WEIGHTS = cfg.MODEL.WEIGHTS  # e.g. an ImageNet or COCO backbone
     c.freeze()
-    return Stage(STAGE_DIRS[0], c, weight_decay=0.0)
+    return Stage(STAGE_DIRS[0], c)  # SGD: Detectron2's SOLVER.WEIGHT_DECAY
 
 
 def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):

@@ -245,12 +245,12 @@ class ImageTextEmbedding(nn.Module):
         """list of C caption strings -> [C, E] L2-normalized."""
         return F.normalize(self.sentence_encoder(list(captions)), dim=-1)
 
-    def instance_classes(self, batched_inputs) -> torch.Tensor:
-        """[B] long: the instance class of each training image (an error names an image outside
-        ``DATASETS.TRAIN``)."""
+    def instance_classes(self, batched_inputs, keys) -> torch.Tensor:
+        """[B] long: the instance class of each training image, given its :func:`image_key` in
+        ``keys`` (an error names an image outside ``DATASETS.TRAIN``)."""
         classes = []
-        for x in batched_inputs:
-            c = self.image_classes.get(image_key(x.get("dataset", ""), x["image_id"]))
+        for x, key in zip(batched_inputs, keys):
+            c = self.image_classes.get(key)
             if c is None:
                 raise ValueError(f"image {x['image_id']!r} of dataset {x.get('dataset', '')!r} is not a training image: "
                                  "the instance loss has one class per image of DATASETS.TRAIN")
@@ -263,18 +263,19 @@ class ImageTextEmbedding(nn.Module):
         image_features = self.image_features(batched_inputs)
         captions = [c for x in batched_inputs for c in x["captions"]]
         owner = torch.tensor([i for i, x in enumerate(batched_inputs) for _ in x["captions"]], dtype=torch.long, device=self.device)
+        keys = [image_key(x.get("dataset", ""), x["image_id"]) for x in batched_inputs]
         caption_features = self.sentence_encoder(captions)
         losses = {}
         if self.loss_weight:
-            losses.update(self._pair_losses(batched_inputs, image_features, caption_features, owner))
+            losses.update(self._pair_losses(image_features, caption_features, owner, keys))
         if self.instance_loss is not None:
-            classes = self.instance_classes(batched_inputs)
+            classes = self.instance_classes(batched_inputs, keys)
             losses.update(self.instance_loss(image_features, caption_features, classes, classes[owner]))
         return losses
 
-    def _pair_losses(self, batched_inputs, image_features, caption_features, owner) -> dict:
+    def _pair_losses(self, image_features, caption_features, owner, keys) -> dict:
         """The ranking or logistic loss on the normalized embeddings, times ``loss_weight``."""
-        keys = torch.tensor([image_key(x.get("dataset", ""), x["image_id"]) for x in batched_inputs], dtype=torch.long, device=self.device)
+        keys = torch.tensor(keys, dtype=torch.long, device=self.device)
         images, embedded = self._normalize_images(image_features), F.normalize(caption_features, dim=-1)
         if isinstance(self.loss, LogisticPairLoss):
             losses = self.loss(self.scorer, images, embedded, owner, keys)
