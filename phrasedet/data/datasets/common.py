@@ -1,6 +1,8 @@
 """Helpers shared by the dataset loaders: errors, box checks, id lists."""
 import os
 
+from phrasedet.fileio import BadFileError, read_text_lines
+
 __all__ = [
     "BadAnnotationError", "check_box", "union_box", "read_id_list", "require_image_files", "cached_load",
     "clear_load_cache",
@@ -9,8 +11,9 @@ __all__ = [
 _LOADED = {}
 
 
-class BadAnnotationError(ValueError):
-    """An annotation file is malformed. The message names the file and the line or key."""
+#: An annotation file is malformed; the message names the file and the line, record or key. The
+#: same class as :class:`phrasedet.fileio.BadFileError`, which every reader of the package raises.
+BadAnnotationError = BadFileError
 
 
 def check_box(box, width, height, where, policy="error"):
@@ -54,8 +57,6 @@ def union_box(boxes):
 
 def read_id_list(path):
     """Image ids, one per line (blank lines ignored), in file order; a duplicate id is an error."""
-    from .files import read_text_lines  # files.py builds on this module's error type
-
     ids, seen = [], {}
     for n, line in enumerate(read_text_lines(path, "split list"), 1):  # a byte-order mark is removed
         image_id = line.strip()
