@@ -74,8 +74,10 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert "Paper 003's central finding" in summary["comparison"]["verdict"]
     assert "CCA initialization vs random initialization of CITEClassifier" in log and "| CCA - random" in log
 
-    # interrupt stage 3 after iteration 2 of 4: --resume goes on there, with the stage-1 model and the CCA as they were
+    # interrupt stage 3 after iteration 2 of 4: --resume goes on there, with the stage-1 model and the CCA as they were,
+    # and ends with the uninterrupted run's weights and numbers (the resumable stream and per-iteration seeds)
     stage3 = tmp_path / "stage3_classifier"
+    uninterrupted, uninterrupted_state = _results(log, 0), torch.load(stage3 / "model_final.pth", weights_only=True)["model"]
     for name in ("model_final.pth", "model_0000003.pth"):
         os.remove(stage3 / name)
     (stage3 / "last_checkpoint").write_text("model_0000001.pth")
@@ -85,6 +87,9 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert "Starting training from iteration 2" in log
     assert os.path.getmtime(tmp_path / "stage2_cca" / "cca.npz") == mtime
     final = _results(log, 0)  # CCA init first, then the random-init baseline
+    assert final == uninterrupted
+    resumed_state = torch.load(stage3 / "model_final.pth", weights_only=True)["model"]
+    assert all(torch.equal(resumed_state[k], v) for k, v in uninterrupted_state.items())
     assert "Starting training from iteration 4" in log  # the finished baseline is only evaluated again
 
     # --eval-only rebuilds the CCA-shaped model from the recipe's folder and gives the same numbers

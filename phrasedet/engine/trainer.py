@@ -23,22 +23,25 @@ import os
 
 import torch.distributed as dist
 
-from detectron2.data import DatasetCatalog, MetadataCatalog, build_detection_test_loader, build_detection_train_loader
+from detectron2.data import (DatasetCatalog, MetadataCatalog, build_detection_test_loader, build_detection_train_loader,
+                             get_detection_dataset_dicts)
 from detectron2.engine import DefaultTrainer
 from detectron2.utils import comm
 
 from phrasedet.data import (CaptionDatasetMapper, PhraseDatasetMapper, PointingDatasetMapper, attach_image_features,
                             phrase_detector_pointing_mapper)
 from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
+from phrasedet.data.train_stream import ResumableTrainStream, build_resumable_train_loader
 from phrasedet.evaluation import PhraseDetectionEvaluator, PointingGameEvaluator, RetrievalEvaluator, test_vocabulary
 from phrasedet.modeling.losses import RankingLoss
 
 from .ddp import cpu_safe_ddp
+from .exact_resume import IterationSeedHook, trim_metrics_file
 from .hooks import BackboneUnfreezeHook, NegativesWarmupHook
 from .optimizer import build_optimizer
 from .phrase_filtering import PHRASE_FILTER_FILE, build_phrase_filter, check_phrase_filter_config, phrase_filter_enabled
 
-__all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "dataset_task"]
+__all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "build_train_loader", "dataset_task", "exact_resume_supported"]
 
 logger = logging.getLogger("phrasedet.engine")
 TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE)
@@ -71,6 +74,31 @@ def caption_records(cfg, names) -> list:
         split = DatasetCatalog.get(name)
         records.extend(attach_image_features(split, name, cfg.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR) if features else split)
     return records
+
+
+def exact_resume_supported(cfg) -> bool:
+    """Whether training uses the resumable stream (``--resume`` exact): ``SEED >= 0`` and
+    Detectron2's default ``TrainingSampler``."""
+    return cfg.SEED >= 0 and cfg.DATALOADER.SAMPLER_TRAIN == "TrainingSampler"
+
+
+def build_train_loader(cfg, records, mapper, aspect_ratio_grouping: bool):
+    """The training loader: :mod:`phrasedet.data.train_stream` (batch ``b`` a function of
+    ``SEED`` and ``b``), or Detectron2's own loader when :func:`exact_resume_supported` is false."""
+    if not exact_resume_supported(cfg):
+        logger.warning("SEED %d / DATALOADER.SAMPLER_TRAIN %s: Detectron2's training loader is used; a run continued "
+                       "with --resume will not repeat the interrupted run exactly", cfg.SEED, cfg.DATALOADER.SAMPLER_TRAIN)
+        return build_detection_train_loader(cfg, mapper=mapper, dataset=records, aspect_ratio_grouping=aspect_ratio_grouping)
+    world = comm.get_world_size()
+    if cfg.SOLVER.IMS_PER_BATCH % world:
+        raise ValueError(f"SOLVER.IMS_PER_BATCH ({cfg.SOLVER.IMS_PER_BATCH}) must be divisible by the number of processes ({world})")
+    return build_resumable_train_loader(records, mapper, cfg.SOLVER.IMS_PER_BATCH // world, cfg.SEED,
+                                        cfg.DATALOADER.NUM_WORKERS, aspect_ratio_grouping, comm.get_rank(), world)
+
+
+def _phrase_train_records(cfg) -> list:
+    """Detectron2's training records of ``DATASETS.TRAIN`` (empty images filtered as it does)."""
+    return get_detection_dataset_dicts(cfg.DATASETS.TRAIN, filter_empty=cfg.DATALOADER.FILTER_EMPTY_ANNOTATIONS)
 
 
 def _phrase_test_loader(cfg, dataset_name):
@@ -149,9 +177,20 @@ class PhrasedetTrainer(DefaultTrainer):
     def build_train_loader(cls, cfg):
         if _train_task(cfg) == RETRIEVAL_EVALUATOR_TYPE:
             # no aspect-ratio grouping: every image of a batch is resized to one square size
-            return build_detection_train_loader(cfg, mapper=CaptionDatasetMapper(cfg, is_train=True),
-                                                dataset=caption_records(cfg, cfg.DATASETS.TRAIN), aspect_ratio_grouping=False)
-        return build_detection_train_loader(cfg, mapper=PhraseDatasetMapper(cfg, is_train=True))
+            return build_train_loader(cfg, caption_records(cfg, cfg.DATASETS.TRAIN), CaptionDatasetMapper(cfg, is_train=True),
+                                      aspect_ratio_grouping=False)
+        return build_train_loader(cfg, _phrase_train_records(cfg), PhraseDatasetMapper(cfg, is_train=True),
+                                  cfg.DATALOADER.ASPECT_RATIO_GROUPING)
+
+    def resume_or_load(self, resume=True):
+        """Detectron2's, then: the training stream starts at the resumed iteration, and
+        ``metrics.json`` forgets the iterations the resumed run redoes (:mod:`.exact_resume`)."""
+        super().resume_or_load(resume=resume)
+        stream = getattr(self._trainer.data_loader, "dataset", None)
+        if isinstance(stream, ResumableTrainStream):
+            stream.start_at(self.start_iter)
+        if resume and self.start_iter > 0 and comm.is_main_process():
+            trim_metrics_file(os.path.join(self.cfg.OUTPUT_DIR, "metrics.json"), self.start_iter)
 
     @classmethod
     def build_test_loader(cls, cfg, dataset_name):
@@ -185,6 +224,8 @@ class PhrasedetTrainer(DefaultTrainer):
         loss = self.cfg.MODEL.RETRIEVAL.LOSS
         if loss.WARMUP_ALL_NEGATIVES_ITERS > 0 and isinstance(getattr(model, "loss", None), RankingLoss):
             hooks.insert(0, NegativesWarmupHook(loss.WARMUP_ALL_NEGATIVES_ITERS, loss.NEGATIVES))
+        if exact_resume_supported(self.cfg):
+            hooks.insert(0, IterationSeedHook(self.cfg.SEED))  # first, so every hook's draws are seeded too
         return hooks
 
 
