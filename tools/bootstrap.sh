@@ -37,7 +37,22 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
   echo "$PY"; exit 0
 fi
 
-pip_install() { "$PY" -m pip install --disable-pip-version-check -q "$@" >&2; }
+trap 'log "FAILED (line $LINENO, exit $?): set-up did not finish; see the messages above"' ERR
+
+# pip's output on success, with its known false alarm about sal-detectron2's pins rewritten
+# (tools/pip_report.awk says why).
+report_pip() { awk -f tools/pip_report.awk >&2; }
+
+pip_install() {
+  local out rc=0
+  out="$("$PY" -m pip install --disable-pip-version-check -q "$@" 2>&1)" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    printf '%s\n' "$out" >&2
+    log "FAILED: pip install $* exited with $rc (messages above)"
+    exit "$rc"
+  fi
+  [ -z "$out" ] || printf '%s\n' "$out" | report_pip
+}
 
 if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
   log "installing torch==2.14.1 torchvision==0.29.1"
