@@ -2,7 +2,7 @@
 """Fit stacked CCA on positive (region, phrase) pairs of the training set, collected with a
 trained phrase detector (paper 003's stage 2), and save it:
 
-    python tools/fit_cca.py --config-file configs/qa_rcnn.yaml MODEL.WEIGHTS output/qa_rcnn/model_final.pth
+    python tools/fit_cca.py --config-file configs/qa_rcnn.yaml MODEL.WEIGHTS output/cite_cca/stage1_detector/model_final.pth
 
 Writes ``<OUTPUT_DIR>/cca.npz`` (per layer: mean_x, mean_y, A, B, correlations, scale).
 """
