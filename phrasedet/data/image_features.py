@@ -12,6 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from phrasedet.fileio import load_array_file, read_text_lines
+
 from .datasets.common import BadAnnotationError
 
 __all__ = ["features_path", "attach_image_features", "read_feature_row", "feature_dim", "write_image_features"]
@@ -24,11 +26,21 @@ def features_path(features_dir: str, dataset_name: str) -> str:
 
 @lru_cache(maxsize=32)
 def _open(path: str) -> np.ndarray:
+    """The memory-mapped [images, dims] array of numbers of a features file.
+
+    Raises:
+        FileNotFoundError: naming the file and the tool that writes it.
+        BadAnnotationError: naming the file, for a file numpy cannot read (a ``.npz`` archive
+            included) or an array of another shape or kind.
+    """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"image features {path!r} do not exist (tools/extract_image_features.py writes them)")
-    array = np.load(path, mmap_mode="r")
-    if array.ndim != 2:
-        raise BadAnnotationError(f"{path}: expected a [images, dims] array, got shape {array.shape}")
+    array = load_array_file(path, "image features", mmap_mode="r")
+    if not isinstance(array, np.ndarray):
+        raise BadAnnotationError(f"{path}: expected a .npy array, got a .npz archive")
+    if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
+        raise BadAnnotationError(f"{path}: expected a [images, dims] array of numbers, got shape {array.shape}, "
+                                 f"dtype {array.dtype}")
     return array
 
 
@@ -43,8 +55,8 @@ def read_feature_row(path: str, row: int) -> np.ndarray:
 
 
 def _check_ids(ids_path: str, records: list) -> None:
-    with open(ids_path, encoding="utf-8-sig") as f:
-        ids = [line.strip() for line in f if line.strip()]
+    """The ids file lists the image id of each row, in the split's order (blank lines ignored)."""
+    ids = [line.strip() for line in read_text_lines(ids_path, "image ids file") if line.strip()]
     if len(ids) != len(records):
         raise BadAnnotationError(f"{ids_path}: {len(ids)} image ids for {len(records)} images of the split")
     for n, (image_id, record) in enumerate(zip(ids, records), 1):

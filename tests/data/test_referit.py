@@ -92,7 +92,7 @@ def test_bad_inputs_name_file_and_key(tmp_path):
         load_referit(refclef, image_root, "train")
     refs = [{"ref_id": 9, "image_id": 25123, "split": "train", "sentences": []}]
     refclef, image_root = _write_refclef(str(tmp_path), refs=refs)
-    with pytest.raises(BadAnnotationError, match=r"ref #0 lacks key\(s\) \['ann_id'\]"):
+    with pytest.raises(BadAnnotationError, match=r"refs\(berkeley\)\.p: record 0 \(ref_id 9\): missing key 'ann_id'"):
         load_referit(refclef, image_root, "train")
 
 
@@ -117,10 +117,10 @@ def _instances(images=((25123, 100, 80), (25124, 60, 40))):
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["annotations"][1].pop("bbox"), r"instances.json: annotations\[1\] \(id 2\): missing key 'bbox'"),
     (lambda d: d["images"][0].pop("width"), r"instances.json: images\[0\] \(id 25123\): missing key 'width'"),
-    (lambda d: d["images"][1].update(height="40"), r"images\[1\] \(id 25124\): 'width' and 'height' must be positive numbers"),
-    (lambda d: d["annotations"][0].update(bbox=[1, 2, 3]), r"annotations\[0\] \(id 1\): key 'bbox' must be 4 numbers"),
+    (lambda d: d["images"][1].update(height="40"), r"images\[1\] \(id 25124\): key 'height' must be a positive number, got '40'"),
+    (lambda d: d["annotations"][0].update(bbox=[1, 2, 3]), r"annotations\[0\] \(id 1\): key 'bbox' must be 4 finite numbers, got \[1, 2, 3\]"),
     (lambda d: d.pop("images"), r"instances.json: top level: missing key 'images'"),
-    (lambda d: d.update(annotations={}), r"'annotations' must be a list, got dict"),
+    (lambda d: d.update(annotations={}), r"instances.json: top level: key 'annotations' must be a list, got \{\}"),
 ])
 def test_an_instances_record_without_a_key_the_loader_reads_names_file_record_and_key(tmp_path, edit, message):
     data = _instances()

@@ -162,14 +162,14 @@ def _broken(path_index, edit):
      r"region_descriptions.json: \[2\].regions\[1\]: key 'image_id' is 5 but the entry's 'id' is 1"),
     (0, lambda r: r[2]["regions"][0].pop("phrase"), r"region_descriptions.json: \[2\].regions\[0\]: missing key 'phrase'"),
     (0, lambda r: r[2]["regions"][4].update(x="5"),  # checked although the region is skipped (zero width)
-     r"region_descriptions.json: \[2\].regions\[4\]: key 'x' is not a number"),
-    (0, lambda r: r[0]["regions"][0].update(phrase=None), r"\[0\].regions\[0\]: key 'phrase' is not a string"),
+     r"region_descriptions.json: \[2\].regions\[4\]: key 'x' must be a finite number, got '5'"),
+    (0, lambda r: r[0]["regions"][0].update(phrase=None), r"\[0\].regions\[0\]: key 'phrase' must be a string, got None"),
     (0, lambda r: r[3].pop("regions"), r"region_descriptions.json: \[3\]: missing key 'regions'"),
     (0, lambda r: r.append({"id": 1, "regions": []}), r"region_descriptions.json: \[7\]: key 'id' 1 already at \[2\]"),
     (0, lambda r: r[0]["regions"].append(_region(51, 5, "bus", 1, 1, 2, 2)),
      r"region_descriptions.json: \[0\].regions\[2\]: key 'region_id' 51 already at .*\[0\].regions\[0\]"),
     (1, lambda i: i[3].pop("url"), r"image_data.json: \[3\]: missing key 'url'"),
-    (1, lambda i: i[0].update(coco_id="100"), r"image_data.json: \[0\]: key 'coco_id' is not an integer or null"),
+    (1, lambda i: i[0].update(coco_id="100"), r"image_data.json: \[0\]: key 'coco_id' must be an integer, got '100'"),
     (1, lambda i: i[0].update(url=URL.format("VG_100K", 7)), r"image_data.json: \[0\]: key 'url' .* does not end in '<folder>/1.jpg'"),
     (1, lambda i: i[1].update(image_id=1, url=URL.format("VG_100K", 1)), r"image_data.json: \[1\]: key 'image_id' 1 already at \[0\]"),
 ])

@@ -11,7 +11,7 @@ import os
 from collections import Counter
 
 from .common import BadAnnotationError
-from .files import caption_record, clean_caption, load_json_file, require_keys
+from .files import caption_record, check_record, clean_caption, load_json_file, record_where
 from .karpathy import read_karpathy_split, select_karpathy_split
 
 __all__ = ["read_coco_captions", "load_coco_karpathy"]
@@ -19,6 +19,12 @@ __all__ = ["read_coco_captions", "load_coco_karpathy"]
 logger = logging.getLogger(__name__)
 
 DATASET = "coco"
+
+
+#: The keys read from a COCO caption file's ``images`` and ``annotations`` entries, with their
+#: kinds (:data:`phrasedet.fileio.KINDS`).
+_IMAGE_KINDS = {"id": "int", "height": "positive", "width": "positive"}
+_ANNOTATION_KINDS = {"image_id": "int", "id": "int", "caption": "str"}
 
 
 def read_coco_captions(paths):
@@ -29,20 +35,22 @@ def read_coco_captions(paths):
         image id -> (height, width).
 
     Raises:
-        BadAnnotationError: naming the file, the index in ``images`` or ``annotations`` and the
-            key, for a missing key or an empty caption.
+        BadAnnotationError: naming the file, the index (and id) in ``images`` or ``annotations``
+            and the key, for a missing key, a value of the wrong type (ids: integers, sizes:
+            positive numbers) or an empty caption.
     """
     captions, sizes = {}, {}
     for path in paths:
         data = load_json_file(path, "COCO captions file")
-        require_keys(data, ("images", "annotations"), path)
+        check_record(data, {"images": "list", "annotations": "list"}, path)
         for k, image in enumerate(data["images"]):
-            require_keys(image, ("id", "height", "width"), f"{path}: images[{k}]")
+            check_record(image, _IMAGE_KINDS, record_where(path, "images", k, image))
             sizes[image["id"]] = (image["height"], image["width"])
         for k, ann in enumerate(data["annotations"]):
-            where = f"{path}: annotations[{k}]"
-            require_keys(ann, ("image_id", "id", "caption"), where)
-            captions.setdefault(ann["image_id"], []).append((ann["id"], clean_caption(ann["caption"], f"{where}.caption")))
+            where = record_where(path, "annotations", k, ann)
+            check_record(ann, _ANNOTATION_KINDS, where)
+            caption = clean_caption(ann["caption"], f"{where}: key 'caption'")
+            captions.setdefault(ann["image_id"], []).append((ann["id"], caption))
     for pairs in captions.values():
         pairs.sort()
     return captions, sizes

@@ -1,5 +1,6 @@
 """Helpers shared by the dataset loaders: errors, box checks, id lists."""
 import os
+import re
 
 from phrasedet.fileio import BadFileError, read_text_lines
 
@@ -9,6 +10,7 @@ __all__ = [
 ]
 
 _LOADED = {}
+_DECIMAL = re.compile(r"[0-9]+")
 
 
 #: An annotation file is malformed; the message names the file and the line, record or key. The
@@ -55,17 +57,25 @@ def union_box(boxes):
     ]
 
 
-def read_id_list(path):
-    """Image ids, one per line (blank lines ignored), in file order; a duplicate id is an error."""
+def read_id_list(path, as_int=False):
+    """Image ids, one per line (blank lines ignored), in file order; a duplicate id is an error.
+
+    Args:
+        as_int: each id must be a decimal integer and is returned as an ``int`` (ReferIt's image
+            lists); else ids are strings.
+    """
     ids, seen = [], {}
     for n, line in enumerate(read_text_lines(path, "split list"), 1):  # a byte-order mark is removed
         image_id = line.strip()
         if not image_id:
             continue
-        if image_id in seen:
-            raise BadAnnotationError(f"{path}:{n}: image id {image_id} already listed on line {seen[image_id]}")
-        seen[image_id] = n
-        ids.append(image_id)
+        if as_int and not _DECIMAL.fullmatch(image_id):
+            raise BadAnnotationError(f"{path}:{n}: image id {image_id!r} is not an integer")
+        key = int(image_id) if as_int else image_id
+        if key in seen:
+            raise BadAnnotationError(f"{path}:{n}: image id {image_id} already listed on line {seen[key]}")
+        seen[key] = n
+        ids.append(key)
     return ids
 
 

@@ -1,17 +1,11 @@
 """Reading helpers of the caption readers: caption cleaning and the caption record; the file
 readers and the record check they use come from :mod:`phrasedet.fileio` (re-exported here).
 """
-from phrasedet.fileio import check_record, load_json_file, read_text_lines
+from phrasedet.fileio import check_record, load_json_file, read_text_lines, record_where
 
 from .common import BadAnnotationError
 
-__all__ = ["read_text_lines", "load_json_file", "require_keys", "clean_caption", "caption_record"]
-
-
-def require_keys(obj, keys, where):
-    """Raise naming ``where`` and the key when ``obj`` is not a JSON object holding every key
-    (:func:`phrasedet.fileio.check_record` with no kinds)."""
-    check_record(obj, keys, where)
+__all__ = ["read_text_lines", "load_json_file", "check_record", "record_where", "clean_caption", "caption_record"]
 
 
 def clean_caption(text, where):

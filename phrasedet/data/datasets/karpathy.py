@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .common import BadAnnotationError
-from .files import clean_caption, load_json_file, require_keys
+from .files import check_record, clean_caption, load_json_file
 
 __all__ = ["KarpathyImage", "read_karpathy_split", "select_karpathy_split", "KARPATHY_SPLITS"]
 
@@ -49,26 +49,31 @@ class KarpathyImage:
         return [sentid for sentid, _ in self.sentences]
 
 
+#: The keys read from each entry of ``images`` and of its ``sentences``, with their kinds
+#: (:data:`phrasedet.fileio.KINDS`).
+_IMAGE_KINDS = {"filename": "str", "split": "any", "sentences": "list"}
+_COCO_KINDS = {"filepath": "str", "cocoid": "int"}
+_SENTENCE_KINDS = {"raw": "str", "sentid": "int_or_str"}
+
+
 def _sentences(image, where):
-    if not isinstance(image["sentences"], list):
-        raise BadAnnotationError(f"{where}: 'sentences' is not a list")
+    """(sentid as str, cleaned ``raw``) of each sentence of an image, every key checked."""
     out = []
     for k, sent in enumerate(image["sentences"]):
         at = f"{where}.sentences[{k}]"
-        require_keys(sent, ("raw", "sentid"), at)
+        check_record(sent, _SENTENCE_KINDS, at)
         out.append((str(sent["sentid"]), clean_caption(sent["raw"], f"{at}.raw")))
     return tuple(out)
 
 
 def _image(image, k, path, coco):
+    """Entry ``k`` of ``images`` as a :class:`KarpathyImage`, every key checked."""
     where = f"{path}: images[{k}]"
-    require_keys(image, ("filename", "split", "sentences") + (("filepath", "cocoid") if coco else ()), where)
+    check_record(image, {**_IMAGE_KINDS, **(_COCO_KINDS if coco else {})}, where)
     if image["split"] not in KARPATHY_SPLITS:
         raise BadAnnotationError(
             f"{where}: unknown split {image['split']!r} (expected one of {', '.join(KARPATHY_SPLITS)})"
         )
-    if coco and not isinstance(image["cocoid"], int):
-        raise BadAnnotationError(f"{where}: 'cocoid' is not an integer: {image['cocoid']!r}")
     return KarpathyImage(
         k, image["filename"], image["split"], _sentences(image, where),
         image["filepath"] if coco else "", image["cocoid"] if coco else None,
@@ -83,12 +88,11 @@ def read_karpathy_split(path, coco=False):
 
     Raises:
         BadAnnotationError: naming the file, the image index in ``images`` and the key, for a
-            missing key, an unknown ``split`` value or an empty caption.
+            missing key, a value of the wrong type (``filename``, ``filepath``, ``raw``: strings;
+            ``cocoid``: an integer; ``sentid``: an integer or a string; ``sentences``: a list), an
+            unknown ``split`` value or an empty caption.
     """
-    data = load_json_file(path, "Karpathy split file")
-    require_keys(data, ("images",), path)
-    if not isinstance(data["images"], list):
-        raise BadAnnotationError(f"{path}: 'images' is not a list")
+    data = check_record(load_json_file(path, "Karpathy split file"), {"images": "list"}, path)
     return [_image(image, k, path, coco) for k, image in enumerate(data["images"])]
 
 

@@ -8,15 +8,15 @@ negatives to phrase detection).
 """
 import logging
 import os
-import pickle
 from collections import Counter, defaultdict
 
 from detectron2.structures import BoxMode
 
+from phrasedet.fileio import load_pickle_file
 from phrasedet.text import normalize_phrase
 
 from .common import BadAnnotationError, check_box, read_id_list, require_image_files
-from .files import load_json_file, require_keys
+from .files import check_record, load_json_file, record_where
 
 __all__ = ["load_referit", "REFERIT_SPLITS"]
 
@@ -33,43 +33,47 @@ REFERIT_SPLITS = {
 }
 
 
+#: The keys read from each ref of ``refs(<split_by>).p``, and from each entry of ``images`` and
+#: ``annotations`` of ``instances.json``, with their kinds (:data:`phrasedet.fileio.KINDS`).
+_REF_KINDS = {"ref_id": "int_or_str", "ann_id": "int_or_str", "image_id": "int", "split": "str", "sentences": "list"}
+_INSTANCES_KINDS = {
+    "images": {"id": "int", "file_name": "str", "width": "positive", "height": "positive"},
+    "annotations": {"id": "int_or_str", "bbox": "box4"},
+}
+#: A sentence's text: its ``raw`` key, else (missing or empty) its ``sent`` key.
+_TEXT_KEYS = ("raw", "sent")
+
+
+def _check_sentence(sent, where):
+    """A sentence is a dict with a string ``raw`` or ``sent`` (both checked when present)."""
+    check_record(sent, (), where)
+    present = {key: "str" for key in _TEXT_KEYS if key in sent}
+    if not present:
+        raise BadAnnotationError(f"{where}: missing key 'raw' (or 'sent')")
+    check_record(sent, present, where)
+
+
 def _load_refs(path):
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"ReferIt refs file {path!r} does not exist")
-    with open(path, "rb") as f:
-        try:
-            refs = pickle.load(f, encoding="latin1")  # written by Python 2
-        except Exception as e:
-            raise BadAnnotationError(f"{path}: cannot unpickle the refs: {e}") from None
+    """The refs of a REFER ``refs(<split_by>).p``, every key the loader reads checked; an error
+    names the file, the ref (index and ``ref_id``), the sentence and the key."""
+    refs = load_pickle_file(path, "ReferIt refs file", encoding="latin1")  # written by Python 2
     if not isinstance(refs, list):
         raise BadAnnotationError(f"{path}: expected a list of refs, got {type(refs).__name__}")
     for k, ref in enumerate(refs):
-        missing = [key for key in ("ref_id", "ann_id", "image_id", "split", "sentences") if key not in ref]
-        if missing:
-            raise BadAnnotationError(f"{path}: ref #{k} lacks key(s) {missing}")
+        where = record_where(path, "", k, ref, id_key="ref_id")
+        check_record(ref, _REF_KINDS, where)
+        for j, sent in enumerate(ref["sentences"]):
+            _check_sentence(sent, f"{where}: sentences[{j}]")
     return refs
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _check_instances(path, data) -> None:
     """Every image and annotation record of ``instances.json`` has the keys the loader reads, of
     the right type; an error names the file, the record (index and id) and the key."""
-    require_keys(data, ("images", "annotations"), f"{path}: top level")
-    for part, keys in (("images", ("id", "file_name", "width", "height")), ("annotations", ("id", "bbox"))):
-        if not isinstance(data[part], list):
-            raise BadAnnotationError(f"{path}: {part!r} must be a list, got {type(data[part]).__name__}")
+    check_record(data, {part: "list" for part in _INSTANCES_KINDS}, f"{path}: top level")
+    for part, kinds in _INSTANCES_KINDS.items():
         for k, rec in enumerate(data[part]):
-            where = f"{path}: {part}[{k}]" + (f" (id {rec['id']!r})" if isinstance(rec, dict) and "id" in rec else "")
-            require_keys(rec, keys, where)
-            if part == "images" and not all(_is_number(rec[key]) and rec[key] > 0 for key in ("width", "height")):
-                raise BadAnnotationError(f"{where}: 'width' and 'height' must be positive numbers, got "
-                                         f"{rec['width']!r} and {rec['height']!r}")
-            if part == "annotations" and not (isinstance(rec["bbox"], list) and len(rec["bbox"]) == 4
-                                              and all(_is_number(v) for v in rec["bbox"])):
-                raise BadAnnotationError(f"{where}: key 'bbox' must be 4 numbers [x, y, w, h], got {rec['bbox']!r}")
+            check_record(rec, kinds, record_where(path, part, k, rec))
 
 
 def _load_instances(path):
@@ -100,8 +104,9 @@ class _ImageFiles:
 
 def _select_refs(refs, split, image_list):
     if image_list is not None:
-        keep = set(read_id_list(image_list))
-        return [r for r in refs if str(r["image_id"]) in keep], [int(i) for i in read_id_list(image_list)]
+        image_ids = read_id_list(image_list, as_int=True)
+        keep = set(image_ids)
+        return [r for r in refs if r["image_id"] in keep], image_ids
     if split not in REFERIT_SPLITS:
         raise KeyError(f"ReferIt split {split!r} unknown; choose from {sorted(REFERIT_SPLITS)}")
     chosen = [r for r in refs if r["split"] in REFERIT_SPLITS[split]]
@@ -154,6 +159,13 @@ def load_referit(
         box_policy, check_images: as in :func:`load_flickr30k_entities`.
 
     Sentences with empty text are skipped and counted in the log.
+
+    Raises:
+        BadAnnotationError: naming the file and the record (``record <k> (ref_id <id>)`` of the
+            refs, ``images[<k>] (id <id>)`` or ``annotations[<k>] (id <id>)`` of instances.json,
+            ``path:line`` of the image list) and the key, for an unreadable file, a missing key
+            or a value of the wrong type (ids, sizes, ``bbox``, sentence texts); a ref whose
+            ``ann_id`` or ``image_id`` is not in instances.json; a box outside the image.
     """
     refs_path = os.path.join(refclef_root, f"refs({split_by}).p")
     inst_path = os.path.join(refclef_root, "instances.json")

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from phrasedet.text import normalize_phrase
 
 from .common import BadAnnotationError, check_box, require_image_files
-from .files import load_json_file, require_keys
+from .files import check_record, load_json_file, record_where
 from .karpathy import KARPATHY_SPLITS, read_karpathy_split
 from .pointing import pointing_query, pointing_record
 
@@ -38,8 +38,13 @@ __all__ = ["VGImage", "read_vg_image_data", "read_coco_image_ids", "load_visual_
 logger = logging.getLogger(__name__)
 
 DATASET = "visual_genome"
-_IMAGE_KEYS = ("image_id", "coco_id", "width", "height", "url")
-_REGION_KEYS = ("region_id", "image_id", "phrase", "x", "y", "width", "height")
+
+#: The keys read from each entry of image_data.json, of region_descriptions.json and of its
+#: ``regions``, with their kinds (:data:`phrasedet.fileio.KINDS`); ``coco_id`` is also null.
+_IMAGE_KINDS = {"image_id": "int", "coco_id": "any", "width": "int", "height": "int", "url": "str"}
+_ENTRY_KINDS = {"id": "int", "regions": "list"}
+_REGION_KINDS = {"region_id": "int", "image_id": "any", "phrase": "str", "x": "finite", "y": "finite",
+                 "width": "finite", "height": "finite"}
 _Options = namedtuple("_Options", "min_phrase_chars box_policy normalize")
 
 
@@ -56,20 +61,13 @@ class VGImage:
     file: str  # "<image id>.jpg"
 
 
-def _typed(obj, key, where, kinds, what, none_ok=False):
-    """``obj[key]``, raising naming ``where`` and the key unless it is one of ``kinds`` (never a bool)."""
-    value = obj[key]
-    if value is None and none_ok:
-        return value
-    if isinstance(value, bool) or not isinstance(value, kinds):
-        raise BadAnnotationError(f"{where}: key {key!r} is not {what}: {value!r}")
-    return value
-
-
 def _url_parts(image, where):
     """(folder, file) from the url's last two path parts, the file being ``<image_id>.jpg``."""
-    url = _typed(image, "url", where, str, "a string")
-    parts = [p for p in urlsplit(url).path.split("/") if p]
+    url = image["url"]
+    try:
+        parts = [p for p in urlsplit(url).path.split("/") if p]
+    except ValueError as e:  # e.g. "Invalid IPv6 URL" for an unmatched bracket
+        raise BadAnnotationError(f"{where}: key 'url' {url!r} is not a URL: {e}") from None
     if len(parts) < 2 or parts[-1] != f"{image['image_id']}.jpg":
         raise BadAnnotationError(
             f"{where}: key 'url' {url!r} does not end in '<folder>/{image['image_id']}.jpg'"
@@ -78,14 +76,15 @@ def _url_parts(image, where):
 
 
 def _vg_image(image, k, path):
+    """Entry ``k`` of image_data.json as a :class:`VGImage`, every key checked."""
     where = f"{path}: [{k}]"
-    require_keys(image, _IMAGE_KEYS, where)
-    image_id = _typed(image, "image_id", where, int, "an integer")
-    coco_id = _typed(image, "coco_id", where, int, "an integer or null", none_ok=True)
-    width, height = (_typed(image, key, where, int, "an integer") for key in ("width", "height"))
+    check_record(image, _IMAGE_KINDS, where)
+    if image["coco_id"] is not None:
+        check_record(image, {"coco_id": "int"}, where)
+    width, height = image["width"], image["height"]
     if width <= 0 or height <= 0:
         raise BadAnnotationError(f"{where}: image size {width}x{height} is not positive")
-    return VGImage(k, image_id, coco_id, width, height, *_url_parts(image, where))
+    return VGImage(k, image["image_id"], image["coco_id"], width, height, *_url_parts(image, where))
 
 
 def _json_list(path, what):
@@ -115,14 +114,11 @@ def read_vg_image_data(path):
 
 
 def read_coco_image_ids(path):
-    """The ``id`` of every entry of ``images`` in a COCO json (captions or instances file)."""
-    data = load_json_file(path, "COCO annotation file")
-    require_keys(data, ("images",), path)
-    if not isinstance(data["images"], list):
-        raise BadAnnotationError(f"{path}: key 'images' is not a list")
+    """The ``id`` (an integer) of every entry of ``images`` in a COCO json (captions or instances file)."""
+    data = check_record(load_json_file(path, "COCO annotation file"), {"images": "list"}, path)
     ids = set()
     for k, image in enumerate(data["images"]):
-        require_keys(image, ("id",), f"{path}: images[{k}]")
+        check_record(image, {"id": "int"}, record_where(path, "images", k, image))
         ids.add(image["id"])
     return ids
 
@@ -139,15 +135,13 @@ def _karpathy_splits(path, exclude_splits):
 
 def _region_fields(region, where, image):
     """(region_id, phrase with whitespace runs collapsed, [x, y, width, height]), every key checked."""
-    require_keys(region, _REGION_KEYS, where)
-    region_id = _typed(region, "region_id", where, int, "an integer")
+    check_record(region, _REGION_KINDS, where)
     if region["image_id"] != image.image_id:
         raise BadAnnotationError(
             f"{where}: key 'image_id' is {region['image_id']!r} but the entry's 'id' is {image.image_id}"
         )
-    text = " ".join(_typed(region, "phrase", where, str, "a string").split())
-    xywh = [_typed(region, key, where, (int, float), "a number") for key in ("x", "y", "width", "height")]
-    return region_id, text, xywh
+    xywh = [region[key] for key in ("x", "y", "width", "height")]
+    return region["region_id"], " ".join(region["phrase"].split()), xywh
 
 
 def _phrase_skip(text, min_phrase_chars):
@@ -205,12 +199,12 @@ def _select(image, coco_val_ids, karpathy, exclude_splits, counts):
 def _entry(entry, k, path, seen):
     """(image id, regions) of one entry of region_descriptions.json, checked."""
     where = f"{path}: [{k}]"
-    require_keys(entry, ("id", "regions"), where)
-    image_id = _typed(entry, "id", where, int, "an integer")
+    check_record(entry, _ENTRY_KINDS, where)
+    image_id = entry["id"]
     if image_id in seen:
         raise BadAnnotationError(f"{where}: key 'id' {image_id} already at [{seen[image_id]}]")
     seen[image_id] = k
-    return image_id, _typed(entry, "regions", where, list, "a list")
+    return image_id, entry["regions"]
 
 
 def _image_record(image, regions, where, image_root, options, query_ids, counts):

@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 
+from phrasedet.fileio import load_array_file
+
 from .common import BadAnnotationError
 from .files import caption_record, clean_caption, read_text_lines
 
@@ -26,10 +28,11 @@ def _feature_rows(path):
     """Number of rows of the ``.npy`` array (memory-mapped: only the header is read)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"VSE++ image features {path!r} do not exist")
-    try:
-        return np.load(path, mmap_mode="r").shape[0]
-    except (ValueError, OSError, IndexError) as e:
-        raise BadAnnotationError(f"{path}: cannot read it as a .npy array: {e}") from None
+    array = load_array_file(path, "VSE++ image features", mmap_mode="r")
+    if not isinstance(array, np.ndarray) or array.ndim == 0:
+        what = f"shape {array.shape}" if isinstance(array, np.ndarray) else "a .npz archive"
+        raise BadAnnotationError(f"{path}: expected an array with a row per image or per caption, got {what}")
+    return array.shape[0]
 
 
 def _row_step(num_rows, num_captions, caps_path, ims_path):

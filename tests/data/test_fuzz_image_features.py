@@ -1,0 +1,67 @@
+"""Fuzz tests (tests/fuzz.py) of the precomputed image-feature reader: a damaged features ``.npy``
+or ids ``.txt`` attaches, or fails with a BadFileError naming it; plain tests pin typical messages."""
+import io
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from phrasedet.data import attach_image_features
+from phrasedet.data.datasets import BadAnnotationError
+from phrasedet.data.image_features import feature_dim, read_feature_row
+from tests.fuzz import check_reader, damaged_bytes, fuzz_settings, write_file
+
+RECORDS = [{"image_id": "a"}, {"image_id": "b"}]
+IDS = b"a\nb\n"
+
+
+def _npy(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+FEATURES = _npy(np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def _attach_and_read(features_dir):
+    """Attach the features of split ``s`` and read every row, as training does."""
+    records = attach_image_features(RECORDS, "s", features_dir)
+    return [read_feature_row(r["feature_file"], r["feature_row"]) for r in records]
+
+
+@fuzz_settings
+@given(data=damaged_bytes(FEATURES))
+def test_features_npy(tmp_path_factory, data):
+    path = write_file(tmp_path_factory, "s.npy", data)
+    check_reader(lambda: _attach_and_read(os.path.dirname(path)), path)
+
+
+@fuzz_settings
+@given(data=damaged_bytes(IDS))
+def test_ids_txt(tmp_path_factory, data):
+    path = write_file(tmp_path_factory, "s.txt", data)
+    with open(path[: -len(".txt")] + ".npy", "wb") as f:
+        f.write(FEATURES)
+    check_reader(lambda: _attach_and_read(os.path.dirname(path)), path)
+
+
+def test_features_of_strings(tmp_path):
+    np.save(tmp_path / "s.npy", np.array([["x", "y"], ["z", "w"]]))
+    with pytest.raises(BadAnnotationError, match=r"s\.npy: expected a \[images, dims\] array of numbers, got shape "
+                                                 r"\(2, 2\), dtype <U1$"):
+        feature_dim(str(tmp_path / "s.npy"))
+
+
+def test_features_file_that_is_truncated(tmp_path):
+    (tmp_path / "s.npy").write_bytes(FEATURES[:-5])
+    with pytest.raises(BadAnnotationError, match=r"s\.npy: not a readable numpy file \(ValueError: "):
+        attach_image_features(RECORDS, "s", str(tmp_path))
+
+
+def test_ids_file_with_an_undecodable_byte(tmp_path):
+    (tmp_path / "s.npy").write_bytes(FEATURES)
+    (tmp_path / "s.txt").write_bytes(b"a\n\xffb\n")
+    with pytest.raises(BadAnnotationError, match=r"s\.txt:2:1: byte 0xff \(byte offset 2\) is not valid UTF-8$"):
+        attach_image_features(RECORDS, "s", str(tmp_path))
