@@ -14,11 +14,12 @@ import os
 import pickle
 
 __all__ = [
-    "BadFileError", "read_bytes", "decode_utf8", "read_text_lines", "load_json_file", "load_pickle_file",
-    "load_array_file", "check_record", "record_where", "is_number",
+    "BadFileError", "read_bytes", "decode_utf8", "iter_text_lines", "read_text_lines", "load_json_file", "load_pickle_file",
+    "load_array_file", "npz_array", "check_record", "record_where", "is_number",
 ]
 
 _BOM = "\ufeff"
+_NPY_MAGIC, _ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
 
 
 class BadFileError(ValueError):
@@ -56,8 +57,9 @@ def decode_utf8(data, path):
     return text[1:] if text.startswith(_BOM) else text
 
 
-def read_text_lines(path, what="file"):
-    """The lines of a UTF-8 text file, without line ends, in file order.
+def iter_text_lines(path, what="file"):
+    """The lines of a UTF-8 text file, without line ends, in file order, read one at a time (for
+    files too large to hold, e.g. predictions at Flickr30K scale).
 
     Lines end at ``\\n`` only (a ``\\r`` before it is dropped), as when a release's own code reads
     the file line by line, so line numbers match an editor's. A final line end adds no empty line.
@@ -67,12 +69,28 @@ def read_text_lines(path, what="file"):
         what: how a missing file is called in the ``FileNotFoundError`` (e.g. ``"token file"``).
 
     Raises:
-        BadFileError: ``path:line:column`` and the byte, for a byte that is not UTF-8.
+        BadFileError: ``path:line:column``, the byte and its offset, for a byte that is not UTF-8.
     """
-    lines = decode_utf8(read_bytes(path, what), path).split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path!r} does not exist")
+    offset = 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise BadFileError(f"{path}:{n}:{e.start + 1}: byte 0x{raw[e.start]:02x} (byte offset "
+                                   f"{offset + e.start}) is not valid UTF-8") from None
+            offset += len(raw)
+            if n == 1 and line.startswith(_BOM):
+                line = line[1:]
+            line = line[:-1] if line.endswith("\n") else line
+            yield line[:-1] if line.endswith("\r") else line
+
+
+def read_text_lines(path, what="file"):
+    """All lines of a UTF-8 text file (:func:`iter_text_lines`) as a list."""
+    return list(iter_text_lines(path, what))
 
 
 def _parse_json(text, data, path):
@@ -83,6 +101,8 @@ def _parse_json(text, data, path):
         raise BadFileError(f"{path}:{e.lineno}:{e.colno}: invalid JSON (byte offset {offset}): {e.msg}") from None
     except RecursionError:
         raise BadFileError(f"{path}: invalid JSON: nested too deeply") from None
+    except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise BadFileError(f"{path}: invalid JSON: {e}") from None
 
 
 def load_json_file(path, what="JSON file"):
@@ -104,6 +124,8 @@ def parse_json_line(line, path, line_no):
         raise BadFileError(f"{path}:{line_no}:{e.colno}: invalid JSON: {e.msg}") from None
     except RecursionError:
         raise BadFileError(f"{path}:{line_no}: invalid JSON: nested too deeply") from None
+    except ValueError as e:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise BadFileError(f"{path}:{line_no}: invalid JSON: {e}") from None
 
 
 def load_pickle_file(path, what="pickle file", encoding="ASCII"):
@@ -134,10 +156,30 @@ def load_array_file(path, what="array file", mmap_mode=None):
 
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{what} {path!r} does not exist")
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if not magic.startswith((_NPY_MAGIC, _ZIP_MAGIC)):  # numpy would take it for a pickle and say so
+        raise BadFileError(f"{path}: not a numpy file (a .npy starts with \\x93NUMPY, a .npz with PK; "
+                           f"this one starts with {magic!r})")
     try:
         return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
     except Exception as e:  # numpy raises ValueError, OSError, EOFError, zipfile.BadZipFile ...
         raise BadFileError(f"{path}: not a readable numpy file ({type(e).__name__}: {e})") from None
+
+
+def npz_array(npz, path, key):
+    """``npz[key]``, the array ``key`` of a ``.npz`` opened by :func:`load_array_file`.
+
+    Raises:
+        BadFileError: ``path: missing key`` (with the keys the file holds), or naming the file and
+            the key when numpy cannot read that member (a damaged zip member: bad CRC, truncated).
+    """
+    if key not in npz.files:
+        raise BadFileError(f"{path}: missing key {key!r} (the file holds {sorted(npz.files)})")
+    try:
+        return npz[key]
+    except Exception as e:  # zipfile.BadZipFile, zlib.error, EOFError, ValueError ...
+        raise BadFileError(f"{path}: key {key!r}: cannot read the array ({type(e).__name__}: {e})") from None
 
 
 def is_number(x) -> bool:
@@ -149,19 +191,27 @@ def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _is_finite(x) -> bool:
+    """A finite number (not an integer too large for a float: converting it would overflow)."""
+    try:
+        return is_number(x) and math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 #: The kinds :func:`check_record` knows: name -> (test, how the message says it).
 KINDS = {
     "any": (lambda v: True, "anything"),
     "str": (lambda v: isinstance(v, str), "a string"),
     "int": (_is_int, "an integer"),
     "int_or_str": (lambda v: _is_int(v) or isinstance(v, str), "an integer or a string"),
-    "number": (lambda v: is_number(v) and not math.isnan(v), "a number"),
-    "finite": (lambda v: is_number(v) and math.isfinite(v), "a finite number"),
-    "positive": (lambda v: is_number(v) and math.isfinite(v) and v > 0, "a positive number"),
+    "number": (lambda v: _is_finite(v) or (isinstance(v, float) and math.isinf(v)), "a number"),  # not NaN
+    "finite": (_is_finite, "a finite number"),
+    "positive": (lambda v: _is_finite(v) and v > 0, "a positive number"),
     "list": (lambda v: isinstance(v, list), "a list"),
     "dict": (lambda v: isinstance(v, dict), "a JSON object"),
     "str_list": (lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v), "a list of strings"),
-    "box4": (lambda v: isinstance(v, (list, tuple)) and len(v) == 4 and all(is_number(x) and math.isfinite(x) for x in v),
+    "box4": (lambda v: isinstance(v, (list, tuple)) and len(v) == 4 and all(_is_finite(x) for x in v),
              "4 finite numbers"),
 }
 

@@ -24,6 +24,7 @@ import sys
 import numpy as np
 
 import phrasedet  # noqa: F401  (registers the datasets; must come before the catalog lookups)
+from phrasedet.fileio import BadFileError, load_array_file
 from phrasedet.evaluation.retrieval import (caption_to_image_of, check_caption_to_image, evaluate_retrieval,
                                             evaluate_similarity, format_retrieval_table, load_embeddings,
                                             load_retrieval_split, load_scores)
@@ -70,10 +71,15 @@ def _from_dataset(path: str, data: dict, dataset: str, num_images: int, num_capt
 
 
 def _from_npy(path: str, data: dict, c2i_path: str, num_images: int, num_captions: int) -> np.ndarray:
+    """caption_to_image of the ``--caption-to-image`` file (a .npy), checked against the shape of ``path``."""
+    array = load_array_file(c2i_path, "--caption-to-image file")
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise BadFileError(f"{c2i_path}: --caption-to-image must be a .npy of {num_captions} integers, got a .npz")
     try:
-        c2i = check_caption_to_image(np.load(c2i_path, allow_pickle=False), num_images, num_captions)
+        c2i = check_caption_to_image(array, num_images, num_captions)
     except ValueError as e:
-        raise ValueError(f"{c2i_path}: {e} (for {path}: {num_images} images x {num_captions} captions)") from None
+        raise BadFileError(f"{c2i_path}: {e} (for {path}: {num_images} images x {num_captions} captions)") from None
     _agree(path, "caption_to_image", data.get("caption_to_image"), c2i_path, c2i)
     return c2i
 

@@ -2,8 +2,10 @@
 load a checkpoint leaving out or tolerating named parts, freeze all but one module."""
 import logging
 
-import torch
 from torch import nn
+
+from phrasedet.fileio import BadFileError
+from phrasedet.modeling.backbone_weights import load_checkpoint_state
 
 __all__ = ["freeze_all_but", "load_weights"]
 
@@ -12,14 +14,20 @@ logger = logging.getLogger("phrasedet.stages")
 
 def load_weights(model: nn.Module, path: str, drop=(), may_miss=()) -> None:
     """Load a Detectron2 checkpoint's ``model`` into ``model``, leaving out keys starting with a
-    prefix in ``drop``; every other key must match, and only keys under ``may_miss`` may be absent."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    state = state.get("model", state)
+    prefix in ``drop``; every other key must match, and only keys under ``may_miss`` may be absent.
+
+    Raises ``FileNotFoundError`` for a missing file, and a :class:`~phrasedet.fileio.BadFileError`
+    naming the file for one torch cannot read (truncated, corrupt) or whose tensors do not fit.
+    """
+    state = load_checkpoint_state(path)
     state = {k: v for k, v in state.items() if not k.startswith(tuple(drop))}
-    result = model.load_state_dict(state, strict=False)
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:  # a tensor of another shape
+        raise BadFileError(f"{path} does not fit the model: {e}") from None
     missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss))]
     if missing or result.unexpected_keys:
-        raise ValueError(f"{path} does not fit the model: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}")
+        raise BadFileError(f"{path} does not fit the model: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}")
     logger.info("Loaded %d tensors from %s%s", len(state), path, f" (left out {', '.join(drop)})" if drop else "")
 
 

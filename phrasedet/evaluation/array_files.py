@@ -1,39 +1,83 @@
 """Reading .npz / .npy files that users hand to the evaluators (saved embeddings, scores, points,
-heatmaps), with errors that name the file and the key. Shared by every evaluation family."""
-from typing import Optional
+heatmaps), with errors that name the file and the key. Shared by every evaluation family.
+
+Files are read with :func:`phrasedet.fileio.load_array_file` (no pickles) and
+:func:`phrasedet.fileio.npz_array`: a file or array numpy cannot read, a missing key, an array of
+the wrong shape, dtype or length and a value that is not finite are each a
+:class:`~phrasedet.fileio.BadFileError` (a ``ValueError``) whose message starts with the file.
+"""
+from typing import Optional, Sequence
 
 import numpy as np
 
-__all__ = ["load_array_file", "bad_key", "get_array", "check_length"]
+from phrasedet.fileio import BadFileError, npz_array
+from phrasedet.fileio import load_array_file as _load_array_file
+
+__all__ = ["load_array_file", "load_npz", "bad_key", "get_array", "check_length", "check_rows", "check_finite",
+           "scalar"]
 
 
-def load_array_file(path: str, mmap_mode: Optional[str] = None):
-    """``np.load`` without pickles; a file numpy cannot read is a ValueError naming it."""
-    try:
-        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
-    except FileNotFoundError:
-        raise
-    except Exception as e:  # noqa: BLE001  (numpy raises several types for a file it cannot read)
-        raise ValueError(f"{path}: not a readable .npz or .npy file ({type(e).__name__}: {e})") from None
+def load_array_file(path: str, mmap_mode: Optional[str] = None, what: str = "array file"):
+    """``np.load`` without pickles (:func:`phrasedet.fileio.load_array_file`): a file numpy
+    cannot read is a BadFileError naming it; a missing file a ``FileNotFoundError`` naming it
+    as ``what``."""
+    return _load_array_file(path, what, mmap_mode)
 
 
-def bad_key(path: str, key: str, why: str) -> ValueError:
+def load_npz(path: str, what: str, keys: str):
+    """The opened ``.npz`` ``path``, ``what`` (e.g. "a points file") that must hold ``keys`` (named in
+    the error when the file is a single ``.npy`` array). Use it as a context manager."""
+    data = load_array_file(path, what=what)
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise BadFileError(f"{path}: {what} must be a .npz with keys {keys}; got a single array of shape {data.shape}")
+    return data
+
+
+def bad_key(path: str, key: str, why: str) -> BadFileError:
     """The error for a bad ``key`` of the file ``path``."""
-    return ValueError(f"{path}: key {key!r}: {why}")
+    return BadFileError(f"{path}: key {key!r}: {why}")
 
 
 def get_array(npz, path: str, key: str, ndim: int, kind: str) -> np.ndarray:
     """``npz[key]`` with ``ndim`` dimensions and numpy dtype kind in ``kind`` (e.g. "f", "iu", "U")."""
-    if key not in npz.files:
-        raise ValueError(f"{path}: missing key {key!r} (the file holds {sorted(npz.files)})")
-    array = npz[key]
+    array = npz_array(npz, path, key)
     if array.ndim != ndim or (array.dtype.kind not in kind and array.size):
         raise bad_key(path, key, f"expected a {ndim}-D array of kind {kind!r}, got dtype {array.dtype} "
                               f"and shape {array.shape}")
     return array
 
 
-def check_length(path: str, key: str, array: np.ndarray, length: int, of: str) -> None:
+def scalar(npz, path: str, key: str, kind: str):
+    """The single value (0-d array of dtype kind in ``kind``) ``npz[key]``, as a Python value."""
+    value = npz_array(npz, path, key)
+    if value.ndim != 0 or value.dtype.kind not in kind:
+        raise bad_key(path, key, f"expected a single value of kind {kind!r}, got dtype {value.dtype} and shape "
+                              f"{value.shape}")
+    return value.item()
+
+
+def check_length(path: str, key: str, array, length: int, of: str) -> None:
     """``array`` (``path``'s ``key``) must have ``length`` entries, one per ``of``."""
     if len(array) != length:
         raise bad_key(path, key, f"has {len(array)} entries, but there are {length} {of}")
+
+
+def check_rows(path: str, key: str, bad: np.ndarray, ids: Optional[Sequence] = None, what: str = "finite numbers"):
+    """``bad`` (bool, the shape of ``path``'s array ``key``, rows along axis 0) marks values that
+    are not ``what``; the error names the first row with one, and its id ``ids[row]`` when given."""
+    if not bad.any():
+        return
+    rows = bad.reshape(len(bad), -1).any(axis=1) if bad.ndim else bad.reshape(1)
+    row = int(np.argmax(rows))
+    name = f"row {row}" + (f" ({ids[row]!r})" if ids is not None else "")
+    raise bad_key(path, key, f"{name}: values must be {what} ({int(rows.sum())} such rows)")
+
+
+def check_finite(path: str, key: str, array: np.ndarray, ids: Optional[Sequence] = None,
+                 allow_nan: bool = False) -> None:
+    """Every value of ``array`` (``path``'s ``key``) must be finite, or NaN with ``allow_nan``
+    (:func:`check_rows`)."""
+    if allow_nan:
+        check_rows(path, key, np.isinf(array), ids, "finite numbers or NaN")
+    else:
+        check_rows(path, key, ~np.isfinite(array), ids)

@@ -17,6 +17,7 @@ from detectron2.structures import pairwise_iou
 from torch.utils.data import SequentialSampler
 
 from phrasedet.data import PhraseDatasetMapper, training_vocabulary
+from phrasedet.fileio import BadFileError, load_array_file, npz_array
 
 from .cca import CCAProjection, PhraseGroupedMoments, fit_cca
 
@@ -171,16 +172,57 @@ def save_cca_layers(path: str, layers) -> None:
     os.replace(tmp, path)  # a reader (or --resume) never sees half a file
 
 
+# The shape of each array of a CCA layer, in named sizes.
+_LAYER_SHAPES = {"mean_x": ("D_x",), "mean_y": ("D_y",), "A": ("D_x", "k"), "B": ("D_y", "k"),
+                 "correlations": ("k",), "scale": ("k",)}
+
+
+def _check_shape(path: str, key: str, array: np.ndarray, expected: tuple, sizes: dict) -> None:
+    """``array`` (``path``'s ``key``) must be a finite float array of shape ``expected`` (named
+    sizes, e.g. ``("D_x", "k")``), each size bound in ``sizes`` by the first array that has it."""
+    shape = tuple(sizes.setdefault(name, size) for name, size in zip(expected, array.shape))
+    if array.dtype.kind != "f" or array.shape != shape or len(shape) != len(expected):
+        want = ", ".join(f"{name} = {sizes[name]}" if name in sizes else name for name in expected)
+        raise BadFileError(f"{path}: key {key!r}: expected a float array [{want}], got dtype {array.dtype} "
+                           f"and shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise BadFileError(f"{path}: key {key!r}: values must be finite numbers")
+
+
+def _load_layer(f, path: str, i: int, d_in) -> CCAProjection:
+    """Layer ``i`` of the opened file; ``d_in``: the previous layer's output size (None for layer 0)."""
+    sizes = {} if d_in is None else {"D_x": d_in, "D_y": d_in}
+    arrays = {}
+    for name, expected in _LAYER_SHAPES.items():
+        key = f"layer{i}_{name}"
+        arrays[name] = npz_array(f, path, key)
+        _check_shape(path, key, arrays[name], expected, sizes)
+    return CCAProjection(**arrays)
+
+
 def load_cca_layers(path: str):
-    """The list of :class:`CCAProjection` that :func:`save_cca_layers` wrote."""
-    fields = list(CCAProjection.__dataclass_fields__)
-    with np.load(path) as f:
+    """The list of :class:`CCAProjection` that :func:`save_cca_layers` wrote.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        phrasedet.fileio.BadFileError: naming the file (and key) when numpy cannot read it, it holds
+            no layer, an array is missing, is not a float array of its layer's shape
+            (``mean_x [D_x]``, ``mean_y [D_y]``, ``A [D_x, k]``, ``B [D_y, k]``, ``correlations [k]``,
+            ``scale [k]``; a layer after the first has ``D_x = D_y =`` the previous ``k``) or holds a
+            value that is not finite.
+    """
+    fields = list(_LAYER_SHAPES)
+    data = load_array_file(path, "CCA file")
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise BadFileError(f"{path}: a CCA file must be a .npz (keys layer0_{{{', '.join(fields)}}}), "
+                           "got a single array")
+    with data as f:
         n = 0
-        while f"layer{n}_A" in f:
+        while f"layer{n}_A" in f.files:
             n += 1
         if n == 0:
-            raise ValueError(f"{path}: no CCA layer (expected keys layer0_{{{', '.join(fields)}}})")
-        missing = [f"layer{i}_{k}" for i in range(n) for k in fields if f"layer{i}_{k}" not in f]
-        if missing:
-            raise ValueError(f"{path}: missing {missing}")
-        return [CCAProjection(**{k: f[f"layer{i}_{k}"] for k in fields}) for i in range(n)]
+            raise BadFileError(f"{path}: no CCA layer (expected keys layer0_{{{', '.join(fields)}}})")
+        layers = []
+        for i in range(n):
+            layers.append(_load_layer(f, path, i, layers[-1].A.shape[1] if layers else None))
+        return layers

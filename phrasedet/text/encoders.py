@@ -25,6 +25,8 @@ from fvcore.common.registry import Registry
 from gensim.models import KeyedVectors
 from sklearn.mixture import GaussianMixture
 
+from phrasedet.fileio import BadFileError, load_array_file, npz_array
+
 from .word_vectors import keyed_vectors_fingerprint
 
 __all__ = [
@@ -514,13 +516,21 @@ class EncodedVocabulary:
         return path
 
     def _load(self, phrases: list) -> bool:
-        """Fill from the cache file of ``phrases`` if it exists and matches; returns success."""
+        """Fill from the cache file of ``phrases`` if it exists, reads and matches; returns success.
+
+        A cache file that does not read (damaged, truncated, keys missing or of another shape or
+        type, values that are not finite) or that was written for other phrases or another
+        encoder is ignored with a warning naming it: the phrases are encoded again and the
+        caller replaces the file.
+        """
         path = self.cache_path(phrases)
         if not os.path.isfile(path):
             return False
-        with np.load(path, allow_pickle=False) as data:
-            matrix, stored = data["matrix"], data["phrases"].tolist()
-            fingerprint = str(data["fingerprint"])
+        try:
+            matrix, stored, fingerprint = _read_cache(path)
+        except BadFileError as e:
+            logger.warning("ignoring the damaged cache %s (%s); encoding the phrases again", path, e)
+            return False
         if (stored != phrases or fingerprint != self.encoder.fingerprint()
                 or matrix.shape != (len(phrases), self.encoder.dim)):
             logger.warning("ignoring cache %s: it does not match the phrases or the encoder", path)
@@ -528,3 +538,17 @@ class EncodedVocabulary:
         self._append(phrases, matrix.astype(np.float32, copy=False))
         logger.info("loaded %d encoded phrases from %s", len(phrases), path)
         return True
+
+
+def _read_cache(path: str) -> tuple:
+    """``(matrix [V, dim] float, phrases list, fingerprint str)`` of an :class:`EncodedVocabulary`
+    cache file; a BadFileError naming the file (and key) when it does not read."""
+    data = load_array_file(path, "encoded vocabulary cache")
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise BadFileError(f"{path}: expected a .npz with keys matrix, phrases, fingerprint; got a single array")
+    with data:
+        matrix, phrases, fingerprint = (npz_array(data, path, key) for key in ("matrix", "phrases", "fingerprint"))
+    if matrix.ndim != 2 or matrix.dtype.kind != "f" or not np.isfinite(matrix).all():
+        raise BadFileError(f"{path}: key 'matrix': expected a 2-D array of finite floats, got dtype {matrix.dtype} "
+                           f"and shape {matrix.shape}")
+    return matrix, phrases.tolist(), str(fingerprint)

@@ -12,6 +12,8 @@ import string
 from functools import lru_cache
 from typing import Iterable, Optional
 
+from phrasedet.fileio import read_text_lines
+
 from .tokenize import tokenize
 
 __all__ = ["UNK", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase"]
@@ -23,15 +25,10 @@ _DEFAULT_STOPWORDS = os.path.join(os.path.dirname(__file__), "stopwords.txt")
 
 @lru_cache(maxsize=8)
 def load_stopwords(path: Optional[str] = None) -> frozenset:
-    """Read a stop-word list: one word per line, ``#`` starts a comment. ``None``: the shipped list."""
-    path = path or _DEFAULT_STOPWORDS
-    words = set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            word = line.split("#", 1)[0].strip().lower()
-            if word:
-                words.add(word)
-    return frozenset(words)
+    """Read a stop-word list: one word per line, ``#`` starts a comment. ``None``: the shipped list.
+    UTF-8 (a byte-order mark removed; a bad byte is a ``BadFileError`` naming ``path:line:column``)."""
+    words = (line.split("#", 1)[0].strip().lower() for line in read_text_lines(path or _DEFAULT_STOPWORDS, "stop-word list"))
+    return frozenset(word for word in words if word)
 
 
 def normalize_tokens(tokens: Iterable[str], stopwords: Optional[frozenset] = None) -> list[str]:

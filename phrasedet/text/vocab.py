@@ -10,10 +10,16 @@ import os
 from collections import Counter
 from typing import Iterable, Mapping, Optional, Sequence
 
+from phrasedet.fileio import BadFileError, check_record, load_json_file
+
 __all__ = ["BUCKETS", "DEFAULT_THRESHOLDS", "bucket_of_count", "PhraseVocabulary"]
 
 BUCKETS = ("zero_shot", "few_shot", "common")
 DEFAULT_THRESHOLDS = (0, 100)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _check_thresholds(thresholds: Sequence[int]) -> tuple:
@@ -132,7 +138,25 @@ class PhraseVocabulary:
 
     @classmethod
     def from_json(cls, path: str) -> "PhraseVocabulary":
-        """Read a vocabulary written by :meth:`to_json`."""
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return cls(data["counts"], data["thresholds"])
+        """Read a vocabulary written by :meth:`to_json` (UTF-8; a byte-order mark is removed).
+
+        Raises
+        ------
+        phrasedet.fileio.BadFileError
+            Naming the file and the JSON syntax error's line and column, or the missing or
+            ill-typed key (``counts`` must map phrases to integers >= 0, ``thresholds`` must be
+            valid bucket thresholds).
+        """
+        data = check_record(load_json_file(path, "phrase vocabulary file"),
+                            {"thresholds": "list", "counts": "dict"}, path)
+        for phrase, count in data["counts"].items():
+            if not (_is_int(count) and count >= 0):
+                raise BadFileError(f"{path}: key 'counts': phrase {phrase!r}: the count must be an integer >= 0, "
+                                   f"got {count!r}")
+        thresholds = data["thresholds"]
+        try:
+            if not all(_is_int(t) for t in thresholds):
+                raise ValueError(f"thresholds must be integers, got {thresholds!r}")
+            return cls(data["counts"], thresholds)
+        except ValueError as e:
+            raise BadFileError(f"{path}: key 'thresholds': {e}") from None

@@ -17,6 +17,8 @@ import gensim
 import numpy as np
 from gensim.models import KeyedVectors, Word2Vec
 
+from phrasedet.fileio import BadFileError, decode_utf8
+
 from .normalize import caption_words
 
 __all__ = [
@@ -92,88 +94,139 @@ def train_word2vec(sentences: Sequence[Sequence[str]], vector_size: int = 100, w
     return model.wv
 
 
-def _sniff_text_format(path: str) -> str:
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")  # extensions gensim.utils.open decompresses
+
+
+def _read_decompressed(path: str, first_line: bool = False) -> bytes:
+    """The bytes of ``path`` (only its first line, up to 256 bytes, with ``first_line``),
+    decompressed as gensim opens it (``.gz``, ``.bz2``, ...)."""
+    try:
+        with gensim.utils.open(path, "rb") as f:
+            return f.readline(256) if first_line else f.read()
+    except (OSError, EOFError, ValueError, zlib.error) as e:  # BadGzipFile is an OSError
+        raise BadFileError(f"{path}: cannot read or decompress the file ({type(e).__name__}: {e})") from None
+
+
+def _text_lines(path: str) -> list:
+    """Lines (split at ``\\n`` only) of a UTF-8 word vector text file, a byte-order mark removed."""
+    return decode_utf8(_read_decompressed(path), path).split("\n")
+
+
+def _sniff_text_format(lines: list, path: str) -> str:
     """``word2vec_text`` when the first line is a ``"count dim"`` header, else ``glove_text``."""
-    with gensim.utils.open(path, "rb") as f:
-        first = f.readline()
-    if not first.strip():
-        raise ValueError(f"word vector file {path!r} is empty or starts with an empty line")
-    parts = first.split()
+    if not lines[0].strip():
+        raise BadFileError(f"{path}: the word vector file is empty or starts with an empty line")
+    parts = lines[0].split()
     return "word2vec_text" if len(parts) == 2 and all(p.isdigit() for p in parts) else "glove_text"
 
 
-def _resolve_format(path: str, fmt: str) -> str:
-    if fmt not in WORD_VECTOR_FORMATS:
-        raise ValueError(f"unknown word vector format {fmt!r}; expected one of {WORD_VECTOR_FORMATS}")
-    if fmt != "auto":
-        return fmt
-    if path.endswith((".bin", ".bin.gz")):
-        return "word2vec_binary"
-    return _sniff_text_format(path)
-
-
-def _parse_vector_line(raw: bytes, line_no: int, dim: int, path: str) -> tuple:
-    """``(word, values)`` of one ``"word v1 ... vD"`` line; ValueError naming path and line."""
+def _parse_header(line: str, path: str) -> tuple:
+    """``(count, dim)`` of a word2vec ``"<count> <dim>"`` header line (count >= 0, dim >= 1)."""
     try:
-        parts = raw.decode("utf-8").rstrip("\r\n").rstrip(" ").split(" ")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"malformed word vector file {path!r}, line {line_no}: {e}") from None
+        count, dim = (int(x) for x in line.split())
+    except ValueError:
+        count = dim = -1
+    if count < 0 or dim < 1:
+        raise BadFileError(f"{path}:1: expected a '<count> <dim>' header, got {line[:80]!r}")
+    return count, dim
+
+
+def _vector_fields(line: str, line_no: int, dim: int, path: str) -> tuple:
+    """``(word, values)`` of one ``"word v1 ... vD"`` line; BadFileError naming path and line."""
+    parts = line.rstrip("\r").rstrip(" ").split(" ")
     if len(parts) != dim + 1 or not parts[0]:
-        raise ValueError(f"malformed word vector file {path!r}, line {line_no}: expected a word "
-                         f"and {dim} values, got {len(parts)} fields")
+        raise BadFileError(f"{path}:{line_no}: expected a word and {dim} values, got {len(parts)} fields")
     return parts[0], parts[1:]
 
 
-def _raise_first_non_numeric(values: list, line_nos: list, path: str) -> None:
-    """Find the first line whose values are not all numbers and raise ValueError naming it."""
+def _vector_matrix(values: list, line_nos: list, dim: int, path: str) -> np.ndarray:
+    """``[V, dim]`` float32 of the lines' value strings; BadFileError naming the first line whose
+    values are not all numbers."""
+    try:
+        return np.array(values, dtype=np.float32).reshape(len(values), dim)
+    except ValueError:
+        pass
     for vector, line_no in zip(values, line_nos):
         try:
             np.array(vector, dtype=np.float32)
         except ValueError as e:
-            raise ValueError(f"malformed word vector file {path!r}, line {line_no}: {e}") from None
-    raise ValueError(f"malformed word vector file {path!r}: cannot convert the values")
+            raise BadFileError(f"{path}:{line_no}: {e}") from None
+    raise BadFileError(f"{path}: cannot convert the values to numbers")
 
 
-def _read_text_vectors(path: str, has_header: bool) -> KeyedVectors:
-    """Strict reader of word2vec text (``has_header``) and GloVe text files.
+def _check_finite(matrix: np.ndarray, words: list, path: str, where) -> np.ndarray:
+    """``matrix``, or a BadFileError naming the first word with a value that is not a finite
+    number, at ``path + where(row)``."""
+    bad = np.flatnonzero(~np.isfinite(matrix).all(axis=1))
+    if len(bad):
+        row = int(bad[0])
+        raise BadFileError(f"{path}{where(row)}: word {words[row]!r}: a value is not a finite number "
+                           f"({len(bad)} such words)")
+    return matrix
+
+
+def _read_text_vectors(lines: list, path: str, has_header: bool) -> KeyedVectors:
+    """Strict reader of word2vec text (``has_header``) and GloVe text file lines.
 
     Unlike gensim's reader it rejects lines with the wrong number of values (gensim broadcasts a
-    single value over the vector) and reports the 1-based line number.
+    single value over the vector), duplicate words and non-finite values, and names the 1-based
+    line (``path:line: ...``). Blank lines are skipped.
     """
     words, values, line_nos, seen = [], [], [], set()
     expected_count, dim = None, None
-    with gensim.utils.open(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):
-            if line_no == 1 and has_header:
-                try:
-                    expected_count, dim = (int(x) for x in raw.split())
-                except ValueError:
-                    raise ValueError(f"malformed word vector file {path!r}, line 1: expected a "
-                                     f"'<count> <dim>' header, got {raw[:80]!r}") from None
-                continue
-            if not raw.strip():
-                continue
-            if dim is None:
-                dim = len(raw.split()) - 1
-            word, vector = _parse_vector_line(raw, line_no, dim, path)
-            if word in seen:
-                raise ValueError(f"malformed word vector file {path!r}, line {line_no}: "
-                                 f"duplicate word {word!r}")
-            seen.add(word)
-            words.append(word)
-            values.append(vector)
-            line_nos.append(line_no)
+    for line_no, line in enumerate(lines, start=1):
+        if line_no == 1 and has_header:
+            expected_count, dim = _parse_header(line, path)
+            continue
+        if not line.strip():
+            continue
+        if dim is None:
+            dim = len(line.rstrip("\r").rstrip(" ").split(" ")) - 1
+        word, vector = _vector_fields(line, line_no, dim, path)
+        if word in seen:
+            raise BadFileError(f"{path}:{line_no}: duplicate word {word!r}")
+        seen.add(word)
+        words.append(word)
+        values.append(vector)
+        line_nos.append(line_no)
     if expected_count is not None and expected_count != len(words):
-        raise ValueError(f"malformed word vector file {path!r}: header announces {expected_count} "
-                         f"vectors, found {len(words)}")
+        raise BadFileError(f"{path}: header announces {expected_count} vectors, found {len(words)}")
     if not words or not dim:
-        raise ValueError(f"malformed word vector file {path!r}: no word vectors")
-    try:
-        matrix = np.array(values, dtype=np.float32).reshape(len(words), dim)
-    except ValueError:
-        _raise_first_non_numeric(values, line_nos, path)
+        raise BadFileError(f"{path}: no word vectors")
+    matrix = _check_finite(_vector_matrix(values, line_nos, dim, path), words, path, lambda row: f":{line_nos[row]}")
     kv = KeyedVectors(dim, count=0, dtype=np.float32)
     kv.add_vectors(words, matrix)
+    return kv
+
+
+def _check_binary_header(path: str) -> None:
+    """The ``"<count> <dim>"`` header of a word2vec binary file, checked (for an uncompressed file)
+    against the file size before gensim allocates ``count x dim`` floats."""
+    raw = _read_decompressed(path, first_line=True)
+    count, dim = _parse_header(raw.decode("utf-8", "replace"), path)
+    if count < 1:
+        raise BadFileError(f"{path}: no word vectors (the header announces {count})")
+    if path.endswith(_COMPRESSED):
+        return  # its size says nothing about the vectors'
+    need, size = len(raw) + count * (1 + 4 * dim), os.path.getsize(path)
+    if size < need:
+        raise BadFileError(f"{path}: header announces {count} vectors of dimension {dim} (at least {need} bytes), "
+                           f"but the file has {size} bytes: truncated?")
+
+
+def _read_binary_vectors(path: str) -> KeyedVectors:
+    """gensim's word2vec binary reader, its errors turned into a BadFileError naming the file."""
+    _check_binary_header(path)
+    try:
+        kv = KeyedVectors.load_word2vec_format(path, binary=True)
+    except MemoryError:
+        raise
+    except Exception as e:  # gensim raises ValueError, EOFError, UnicodeDecodeError, AssertionError, ...
+        raise BadFileError(f"{path}: not a word2vec binary file ({type(e).__name__}: {e})") from None
+    words = kv.index_to_key
+    if "" in kv.key_to_index:
+        raise BadFileError(f"{path}: vector {kv.key_to_index['']}: empty word")
+    _check_finite(kv.vectors, words, path, lambda row: f": vector {row}")
     return kv
 
 
@@ -183,7 +236,7 @@ def load_word_vectors(path: str, fmt: str = "auto") -> KeyedVectors:
     Parameters
     ----------
     path : str
-        The file (``.gz`` allowed).
+        The file (``.gz`` allowed). Text files are UTF-8; a byte-order mark is removed.
     fmt : {"auto", "word2vec_binary", "word2vec_text", "glove_text"}
         ``auto``: ``.bin``/``.bin.gz`` is word2vec binary; a text file whose first line is
         ``"<count> <dim>"`` is word2vec text, otherwise GloVe text (no header).
@@ -191,26 +244,30 @@ def load_word_vectors(path: str, fmt: str = "auto") -> KeyedVectors:
     Returns
     -------
     KeyedVectors
-        ``[V, D]`` float32 vectors in file order.
+        ``[V, D]`` float32 vectors in file order, all finite.
 
     Raises
     ------
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        Unknown ``fmt``, or the file does not parse as that format (the message names the path
-        and, for text files, the 1-based line).
+        Unknown ``fmt``.
+    phrasedet.fileio.BadFileError
+        The file does not parse as that format: the message starts with the path and, for text
+        files, the 1-based line (``path:line: ...``; ``path:line:column`` for a byte that is not
+        UTF-8). A truncated binary file, a bad header, a duplicate or empty word, a wrong number
+        of values and a value that is not a finite number are errors.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(errno.ENOENT, "word vector file not found", path)
-    fmt = _resolve_format(path, fmt)
-    if fmt == "word2vec_binary":
-        try:
-            kv = KeyedVectors.load_word2vec_format(path, binary=True)
-        except (ValueError, EOFError, IndexError, UnicodeDecodeError) as e:
-            raise ValueError(f"malformed word vector file {path!r} (read as {fmt}): {e}") from e
+    if fmt not in WORD_VECTOR_FORMATS:
+        raise ValueError(f"unknown word vector format {fmt!r}; expected one of {WORD_VECTOR_FORMATS}")
+    if fmt == "word2vec_binary" or (fmt == "auto" and path.endswith((".bin", ".bin.gz"))):
+        fmt, kv = "word2vec_binary", _read_binary_vectors(path)
     else:
-        kv = _read_text_vectors(path, has_header=fmt == "word2vec_text")
+        lines = _text_lines(path)
+        fmt = _sniff_text_format(lines, path) if fmt == "auto" else fmt
+        kv = _read_text_vectors(lines, path, has_header=fmt == "word2vec_text")
     logger.info("loaded %d word vectors of dimension %d from %s (%s)",
                 len(kv), kv.vector_size, path, fmt)
     return kv
@@ -271,7 +328,9 @@ def cached_word2vec(sentences: Sequence[Sequence[str]], cache_dir: str, **params
 
     The vectors are saved as word2vec binary (exact float32) at
     ``<cache_dir>/word2vec_<key>.bin``, the key hashing the sentences, the parameters and the
-    gensim version. Logs (logger ``phrasedet.text``) whether it trained or loaded.
+    gensim version. Logs (logger ``phrasedet.text``) whether it trained or loaded. A cache file
+    that does not read (truncated or damaged) is a warning: the vectors are trained again and the
+    file is replaced.
 
     Returns
     -------
@@ -281,7 +340,10 @@ def cached_word2vec(sentences: Sequence[Sequence[str]], cache_dir: str, **params
     path = os.path.join(cache_dir, f"word2vec_{_word2vec_cache_key(sentences, params)}.bin")
     if os.path.isfile(path):
         logger.info("loading cached word2vec vectors from %s", path)
-        return KeyedVectors.load_word2vec_format(path, binary=True)
+        try:
+            return load_word_vectors(path, fmt="word2vec_binary")
+        except BadFileError as e:
+            logger.warning("ignoring the damaged word2vec cache %s (%s); retraining", path, e)
     logger.info("training word2vec on %d sentences (%s); caching to %s", len(sentences), params, path)
     kv = train_word2vec(sentences, **params)
     bad = [w for w in kv.index_to_key if not w or any(c.isspace() for c in w)]

@@ -340,7 +340,7 @@ def test_precomp_bad_files(tmp_path):
         load_vsepp_precomp(str(tmp_path), "test")
     fx.write_precomp(str(tmp_path))
     (tmp_path / "test_ims.npy").write_bytes(b"not an array")
-    with pytest.raises(BadAnnotationError, match=r"test_ims\.npy: not a readable numpy file"):
+    with pytest.raises(BadAnnotationError, match=r"test_ims\.npy: not a numpy file"):
         load_vsepp_precomp(str(tmp_path), "test")
     with pytest.raises(FileNotFoundError, match=r"VSE\+\+ captions file '.*dev_caps\.txt' does not exist"):
         load_vsepp_precomp(str(tmp_path), "dev")

@@ -65,3 +65,12 @@ def test_ids_file_with_an_undecodable_byte(tmp_path):
     (tmp_path / "s.txt").write_bytes(b"a\n\xffb\n")
     with pytest.raises(BadAnnotationError, match=r"s\.txt:2:1: byte 0xff \(byte offset 2\) is not valid UTF-8$"):
         attach_image_features(RECORDS, "s", str(tmp_path))
+
+
+def test_a_file_that_is_not_numpy_is_named_as_such_not_as_a_pickle(tmp_path):
+    from phrasedet.fileio import load_array_file
+
+    path = tmp_path / "feats.npy"
+    path.write_bytes(b"hello world")
+    with pytest.raises(BadAnnotationError, match=r"feats.npy: not a numpy file \(a .npy starts with .*this one starts with b'hello '\)"):
+        load_array_file(str(path))

@@ -14,6 +14,7 @@ from phrasedet.evaluation import (PhraseDetectionEvaluator, PhraseFilter, evalua
                                   evaluate_predictions_file, test_vocabulary)
 from phrasedet.evaluation.phrase_detection.phrase_filter import (caption_tokens, evaluate_with_filter,
                                                                  phrase_tokens)
+from phrasedet.fileio import BadFileError
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, B, FAR, TOY_TEST, ap_of, build, noisy_outputs, register_toy
@@ -134,10 +135,10 @@ def _write(tmp_path, data, name="bad.json"):
 def test_malformed_files_are_named(tmp_path):
     good = {"top_n": 2, "retrieval_model": None, "images": {"i0": {"captions": [0, 1], "tokens": ["red"]}}}
     cases = [
-        ({k: v for k, v in good.items() if k != "top_n"}, r"bad\.json: key 'top_n': missing"),
+        ({k: v for k, v in good.items() if k != "top_n"}, r"bad\.json: missing key 'top_n'"),
         ({**good, "top_n": "75"}, r"bad\.json: key 'top_n'"),
         ({**good, "images": []}, r"bad\.json: key 'images'"),
-        ({**good, "images": {"i0": {"captions": [0, 1]}}}, r"bad\.json: image 'i0': key 'tokens': missing"),
+        ({**good, "images": {"i0": {"captions": [0, 1]}}}, r"bad\.json: image 'i0': missing key 'tokens'"),
         ({**good, "images": {"i0": {"captions": [0, 1], "tokens": "red"}}}, r"bad\.json: image 'i0': key 'tokens'"),
         ({**good, "images": {"i0": {"captions": ["0"], "tokens": []}}}, r"bad\.json: image 'i0': key 'captions'"),
         ({**good, "images": {"i0": ["red"]}}, r"bad\.json: image 'i0'"),
@@ -148,11 +149,11 @@ def test_malformed_files_are_named(tmp_path):
             PhraseFilter.load(_write(tmp_path, data))
     latin1 = tmp_path / "latin1.json"
     latin1.write_bytes(json.dumps(good).replace("red", "r\u00e9d").encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin1\.json: not valid UTF-8"):
+    with pytest.raises(BadFileError, match=r"latin1\.json:1:\d+: byte 0xe9 \(byte offset \d+\) is not valid UTF-8"):
         PhraseFilter.load(str(latin1))
     broken = tmp_path / "broken.json"
     broken.write_text("{", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"broken\.json: not valid JSON"):
+    with pytest.raises(BadFileError, match=r"broken\.json:1:2: invalid JSON \(byte offset 1\): Expecting property name"):
         PhraseFilter.load(str(broken))
 
 

@@ -134,7 +134,7 @@ def test_format_detection_and_unknown_phrases(toy_gt, tmp_path):
     np.testing.assert_array_equal(d.scores[0, j], [0.5, 0.25, -np.inf])
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(GOOD) + "\n{not json\n")
-    with pytest.raises(ValueError, match="line 2"):
+    with pytest.raises(ValueError, match=f"^{bad}:2:2: invalid JSON: Expecting property name"):
         load_predictions(str(bad), toy_gt)
 
 

@@ -83,7 +83,7 @@ def test_bad_embeddings_files_name_the_file_and_key(tool, saved, tmp_path):
     assert f"{path}: key 'image_ids': has 2 entries, but there are 12 images" in _exit_message(
         tool, ["--embeddings", path])
     (tmp_path / "junk.npz").write_text("not numpy")
-    assert f"{tmp_path / 'junk.npz'}: not a readable .npz or .npy file" in _exit_message(
+    assert f"{tmp_path / 'junk.npz'}: not a numpy file" in _exit_message(
         tool, ["--embeddings", str(tmp_path / "junk.npz")])
 
 

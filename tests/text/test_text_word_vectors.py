@@ -10,6 +10,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 import phrasedet
+from phrasedet.fileio import BadFileError
 from phrasedet.text import (
     cached_word2vec,
     caption_sentences,
@@ -141,7 +142,7 @@ def test_load_missing_file_names_path(tmp_path):
 def test_load_malformed_glove_names_path_and_line(tmp_path, content, line):
     path = tmp_path / "bad.txt"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(ValueError, match=f"line {line}") as info:
+    with pytest.raises(BadFileError, match=f":{line}: ") as info:
         load_word_vectors(str(path))
     assert str(path) in str(info.value)
 

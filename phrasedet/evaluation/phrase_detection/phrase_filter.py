@@ -36,6 +36,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 import numpy as np
 from tabulate import tabulate
 
+from phrasedet.fileio import BadFileError, check_record, load_json_file
 from phrasedet.text.normalize import caption_words, normalize_phrase
 from phrasedet.text.vocab import BUCKETS
 
@@ -49,8 +50,9 @@ __all__ = ["PhraseFilter", "phrase_tokens", "caption_tokens", "evaluate_with_fil
 
 logger = logging.getLogger(__name__)
 
-_TOP_KEYS = ("top_n", "retrieval_model", "images")
-_IMAGE_KEYS = ("captions", "tokens")
+# The keys of a filter file and of its images, with their kinds (phrasedet.fileio.KINDS).
+_TOP_KINDS = {"top_n": "int", "retrieval_model": "any", "images": "dict"}
+_IMAGE_KINDS = {"captions": "list", "tokens": "str_list"}
 
 
 def phrase_tokens(phrase: str) -> List[str]:
@@ -235,48 +237,27 @@ class PhraseFilter:
 
     @classmethod
     def load(cls, path: str) -> "PhraseFilter":
-        """Read a file written by :meth:`save` (a UTF-8 BOM is accepted). A missing or ill-typed
-        key is a ValueError naming the file, the image id and the key."""
-        try:
-            with open(path, encoding="utf-8-sig") as f:
-                text = f.read()
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: a phrase filter is a JSON object with keys {list(_TOP_KEYS)}, "
-                             f"got {type(data).__name__}")
-        for key in _TOP_KEYS:
-            if key not in data:
-                raise ValueError(f"{path}: key {key!r}: missing")
-        top_n = data["top_n"]
-        if not (isinstance(top_n, int) and not isinstance(top_n, bool) and top_n >= 1):
-            raise ValueError(f"{path}: key 'top_n': must be a positive integer, got {top_n!r}")
+        """Read a file written by :meth:`save` (UTF-8; a byte-order mark is removed).
+
+        Raises :class:`~phrasedet.fileio.BadFileError` (a ValueError) naming the file and the
+        ``line:column`` of a byte that is not UTF-8 or a JSON syntax error, or the file, the image
+        id and the key that is missing or ill-typed.
+        """
+        data = check_record(load_json_file(path, "phrase filter"), _TOP_KINDS, path)
+        if data["top_n"] < 1:
+            raise BadFileError(f"{path}: key 'top_n': must be a positive integer, got {data['top_n']!r}")
         if not (data["retrieval_model"] is None or isinstance(data["retrieval_model"], (str, dict))):
-            raise ValueError(f"{path}: key 'retrieval_model': must be an object, a string or null, "
-                             f"got {data['retrieval_model']!r}")
-        images = data["images"]
-        if not isinstance(images, dict):
-            raise ValueError(f"{path}: key 'images': must be an object image_id -> {{captions, tokens}}, "
-                             f"got {type(images).__name__}")
+            raise BadFileError(f"{path}: key 'retrieval_model': must be an object, a string or null, "
+                               f"got {data['retrieval_model']!r}")
         tokens, captions = {}, {}
-        for image_id, entry in images.items():
+        for image_id, entry in data["images"].items():
             where = f"{path}: image {image_id!r}"
-            if not isinstance(entry, dict):
-                raise ValueError(f"{where}: must be an object with keys {list(_IMAGE_KEYS)}, got {type(entry).__name__}")
-            for key in _IMAGE_KEYS:
-                if key not in entry:
-                    raise ValueError(f"{where}: key {key!r}: missing")
-            c, t = entry["captions"], entry["tokens"]
-            if not (isinstance(c, list) and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in c)):
-                raise ValueError(f"{where}: key 'captions': must be a list of caption indices (integers >= 0), got {c!r}")
-            if not (isinstance(t, list) and all(isinstance(x, str) for x in t)):
-                raise ValueError(f"{where}: key 'tokens': must be a list of strings, got {t!r}")
-            tokens[image_id], captions[image_id] = t, c
-        return cls(tokens, captions, top_n=top_n, retrieval_model=data["retrieval_model"], source=path)
+            c = check_record(entry, _IMAGE_KINDS, where)["captions"]
+            if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in c):
+                raise BadFileError(f"{where}: key 'captions': must be a list of caption indices (integers >= 0), "
+                                   f"got {c!r}")
+            tokens[image_id], captions[image_id] = entry["tokens"], c
+        return cls(tokens, captions, top_n=data["top_n"], retrieval_model=data["retrieval_model"], source=path)
 
 
 # ---------------------------------------------------------------------- evaluation with a filter

@@ -16,7 +16,9 @@ error, and a phrase that is not a test phrase is first normalized with the proje
 ``normalize_phrase`` (files written by other code, e.g. MDETR or GLIP, hold raw phrases; the log
 says how many were normalized). Records whose phrase is still not a test phrase are ignored and
 counted; when more than ``max_ignored_fraction`` (default 0.5) of the records are ignored, reading
-fails and says why (the phrases are probably of another dataset or normalization).
+fails and says why (the phrases are probably of another dataset or normalization). The file is
+UTF-8 (a byte-order mark is removed); every error is a :class:`phrasedet.fileio.BadFileError`
+whose message starts with the file (``path:line:column`` for a bad byte or a JSON syntax error).
 """
 import json
 import logging
@@ -28,6 +30,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from phrasedet.data.statistics import training_vocabulary
+from phrasedet.fileio import (KINDS, BadFileError, check_record, is_number, iter_text_lines, load_json_file,
+                              parse_json_line)
 from phrasedet.text import normalize_phrase
 from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseDetections
@@ -40,7 +44,10 @@ __all__ = ["PredictionWriter", "format_prediction_lines", "iter_prediction_recor
 
 logger = logging.getLogger(__name__)
 
-_RECORD_KEYS = ("image_id", "phrase", "box", "score")
+# The keys of a record and their kinds (phrasedet.fileio.KINDS); the box is checked by _check_box.
+_RECORD_KINDS = {"image_id": "str", "phrase": "str", "box": "any", "score": "number"}
+_BOM = b"\xef\xbb\xbf"
+_is_finite = KINDS["finite"][0]
 # Share of records whose phrase is not a test phrase (after normalization) above which reading fails.
 MAX_IGNORED_FRACTION = 0.5
 
@@ -102,59 +109,62 @@ class PredictionWriter:
         self.close()
 
 
+def _first_char(path: str) -> bytes:
+    """The first byte of ``path`` that is not JSON whitespace, after a byte-order mark; ``b""`` for
+    a blank file."""
+    with open(path, "rb") as f:
+        if f.read(len(_BOM)) != _BOM:
+            f.seek(0)
+        for chunk in iter(lambda: f.read(1 << 16), b""):
+            chunk = chunk.lstrip(b" \t\r\n")
+            if chunk:
+                return chunk[:1]
+    return b""
+
+
 def _is_json_lines(path: str) -> bool:
-    if path.endswith(".jsonl"):
-        return True
-    with open(path, encoding="utf-8") as f:
-        while True:
-            c = f.read(1)
-            if not c:
-                return True  # empty file: no records either way
-            if not c.isspace():
-                return c != "["
+    return path.endswith(".jsonl") or _first_char(path) != b"["
 
 
 def iter_prediction_records(path: str):
     """Yield ``(where, record)`` for each record of a predictions file, where ``where`` is
-    ``"line N"`` (JSON lines, 1-based, blank lines skipped) or ``"record N"`` (JSON list, 1-based)."""
+    ``"line N"`` (JSON lines, 1-based, blank lines skipped) or ``"record N"`` (JSON list, 1-based).
+
+    The file is UTF-8 (a byte-order mark is removed). A byte that is not UTF-8 or a JSON syntax
+    error is a :class:`~phrasedet.fileio.BadFileError` naming ``path:line:column``.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"predictions file {path!r} does not exist")
     if _is_json_lines(path):
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}: line {n}: not valid JSON ({e.msg})") from None
-                yield f"line {n}", record
-    else:
-        with open(path, encoding="utf-8") as f:
-            try:
-                records = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-        if not isinstance(records, list):
-            raise ValueError(f"{path}: a JSON predictions file must hold a list of records, "
-                             f"got {type(records).__name__}")
-        for n, record in enumerate(records, 1):
-            yield f"record {n}", record
+        for n, line in enumerate(iter_text_lines(path, "predictions file"), 1):  # streamed: files can be GBs
+            if line.strip():
+                yield f"line {n}", parse_json_line(line, path, n)
+        return
+    records = load_json_file(path, "predictions file")
+    if not isinstance(records, list):
+        raise BadFileError(f"{path}: a JSON predictions file must hold a list of records, got {type(records).__name__}")
+    for n, record in enumerate(records, 1):
+        yield f"record {n}", record
 
 
 def _bad(path, where, key, why):
-    return ValueError(f"{path}: {where}: key {key!r}: {why}")
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return BadFileError(f"{path}: {where}: key {key!r}: {why}")
 
 
 def _check_box(path, where, b) -> None:
-    if not (isinstance(b, list) and len(b) == 4 and all(_is_number(x) for x in b)):
+    if not (isinstance(b, list) and len(b) == 4 and all(is_number(x) for x in b)):
         raise _bad(path, where, "box", f"must be a list of 4 numbers [x1, y1, x2, y2], got {b!r}")
-    if not all(math.isfinite(x) for x in b):
+    if not all(_is_finite(x) for x in b):
         raise _bad(path, where, "box", f"coordinates must be finite, got {b!r}")
     if b[2] < b[0] or b[3] < b[1]:
         raise _bad(path, where, "box", f"x2 < x1 or y2 < y1 in [x1, y1, x2, y2] = {b!r} (an xywh box?)")
+
+
+def _checked_record(path, where, rec) -> dict:
+    """``rec`` with a string ``image_id`` and ``phrase``, a valid ``box`` and a number ``score``."""
+    check_record(rec, _RECORD_KINDS, f"{path}: {where}")
+    _check_box(path, where, rec["box"])
+    return rec
 
 
 def _phrase_column(phrase: str, phrase_index: dict, normalized: dict):
@@ -171,10 +181,11 @@ def _phrase_column(phrase: str, phrase_index: dict, normalized: dict):
 def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: float = MAX_IGNORED_FRACTION) -> PhraseDetections:
     """Read a predictions file into :class:`PhraseDetections` over ``gt``.
 
-    Raises ValueError naming the file, the record (``line N`` / ``record N``) and the key of a
-    malformed record (a box that is not 4 finite numbers with x2 >= x1 and y2 >= y1, included), the
-    unknown ``image_id``, an empty file, or more than ``max_ignored_fraction`` of the records
-    ignored. Phrases that are not test phrases are normalized first (counted and logged); records
+    Raises :class:`~phrasedet.fileio.BadFileError` (a ValueError) naming the file and the
+    ``line:column`` of a byte that is not UTF-8 or a JSON syntax error; the file, the record
+    (``line N`` / ``record N``) and the key of a malformed record (a box that is not 4 finite
+    numbers with x2 >= x1 and y2 >= y1, included) or of an unknown ``image_id``; an empty file;
+    or more than ``max_ignored_fraction`` of the records ignored. Phrases that are not test phrases are normalized first (counted and logged); records
     still outside the test vocabulary are ignored (logged with their count).
     """
     image_index, phrase_index = gt.image_index, gt.phrase_index
@@ -184,23 +195,11 @@ def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: flo
     n_records = 0
     for where, rec in iter_prediction_records(path):
         n_records += 1
-        if not isinstance(rec, dict):
-            raise ValueError(f"{path}: {where}: a record must be a JSON object with keys {list(_RECORD_KEYS)}, "
-                             f"got {type(rec).__name__}")
-        for key in _RECORD_KEYS:
-            if key not in rec:
-                raise _bad(path, where, key, "missing")
+        rec = _checked_record(path, where, rec)
         image_id, phrase, b, s = rec["image_id"], rec["phrase"], rec["box"], rec["score"]
-        if not isinstance(image_id, str):
-            raise _bad(path, where, "image_id", f"must be a string, got {image_id!r}")
-        if not isinstance(phrase, str):
-            raise _bad(path, where, "phrase", f"must be a string, got {phrase!r}")
-        _check_box(path, where, b)
-        if not _is_number(s) or math.isnan(s):
-            raise _bad(path, where, "score", f"must be a number (not NaN), got {s!r}")
         i = image_index.get(image_id)
         if i is None:
-            raise ValueError(f"{path}: {where}: key 'image_id': unknown image_id {image_id!r} (not in the test split)")
+            raise _bad(path, where, "image_id", f"unknown image_id {image_id!r} (not in the test split)")
         j = _phrase_column(phrase, phrase_index, normalized)
         if j is None:
             unknown_phrases[phrase] = unknown_phrases.get(phrase, 0) + 1
@@ -210,7 +209,7 @@ def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: flo
         score.append(s)
         box.extend(b)
     if n_records == 0:
-        raise ValueError(f"{path}: the predictions file holds no records")
+        raise BadFileError(f"{path}: the predictions file holds no records")
     if normalized:
         first = next(iter(normalized))
         logger.info("%s: %d records of %d phrases were not normalized and were normalized with normalize_phrase "
@@ -218,7 +217,7 @@ def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: flo
     if unknown_phrases:
         ignored, example = sum(unknown_phrases.values()), next(iter(unknown_phrases))
         if ignored > max_ignored_fraction * n_records:
-            raise ValueError(f"{path}: {ignored} of {n_records} records ({100.0 * ignored / n_records:.1f} %, more than "
+            raise BadFileError(f"{path}: {ignored} of {n_records} records ({100.0 * ignored / n_records:.1f} %, more than "
                              f"{100.0 * max_ignored_fraction:.0f} %) name phrases that are not test phrases of this split even "
                              f"after normalization (e.g. {example!r}): predictions of another dataset or split?")
         logger.warning("%s: %d records of %d phrases that are not test phrases were ignored (e.g. %r)",

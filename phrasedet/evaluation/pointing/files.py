@@ -20,7 +20,10 @@ query, every map of the same size, covering the whole image) and optionally ``po
 (0-d str, one of ``phrasedet.modeling.heatmap.POINT_MODES``): how a map's maximum becomes a
 point (``heatmap_points``).
 
-Readers raise ValueError naming the file and the missing or malformed key.
+Readers raise :class:`phrasedet.fileio.BadFileError` (a ValueError) naming the file and the key: a
+file numpy cannot read (truncated, not a zip), a missing key, an array of the wrong shape, dtype or
+length, an infinite point (NaN is allowed: no answer), a NaN in a heatmap, a ground-truth box that
+is not finite, an unknown ``point_mode`` or protocol.
 """
 import json
 import os
@@ -28,9 +31,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from phrasedet.fileio import BadFileError
 from phrasedet.modeling.heatmap import POINT_MODES
 # the retrieval files' .npz readers: errors that name the file and the key
-from ..array_files import bad_key, check_length, get_array, load_array_file
+from ..array_files import bad_key, check_finite, check_length, check_rows, get_array, load_npz, scalar
 from .dataset import PointingGroundTruth
 from .hit_rules import rule_keys
 from .metrics import PointingProtocol
@@ -78,54 +82,49 @@ def save_heatmaps(path: str, query_ids: Sequence, heatmaps, point_mode: Optional
 
 
 # ----------------------------------------------------------------------------- reading
-def _npz(path: str, what: str, keys: str):
-    data = load_array_file(path)
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: a {what} file must be a .npz with keys {keys}; got a single array of shape "
-                         f"{data.shape}")
-    return data
-
-
 def _query_ids(npz, path: str) -> List[str]:
     ids = get_array(npz, path, "query_id", 1, "Uiu")
     return ids.astype(str).tolist() if ids.dtype.kind in "iu" else ids.tolist()
 
 
-def _scalar(npz, path: str, key: str, kind: str):
-    value = npz[key]
-    if value.ndim != 0 or value.dtype.kind not in kind:
-        raise bad_key(path, key, f"expected a single value of kind {kind!r}, got dtype {value.dtype} and shape "
-                              f"{value.shape}")
-    return value.item()
-
-
-def _points(npz, path: str, num_queries: int) -> np.ndarray:
+def _points(npz, path: str, query_ids: List[str]) -> np.ndarray:
+    """float64 [Q, 2] points, one per query id; NaN (no answer) allowed, infinities not."""
     points = get_array(npz, path, "points", 2, "fiu").astype(np.float64)
     if points.shape[1:] != (2,):
         raise bad_key(path, "points", f"expected shape [queries, 2] as (x, y), got {points.shape}")
-    check_length(path, "points", points, num_queries, "entries in 'query_id'")
+    check_length(path, "points", points, len(query_ids), "entries in 'query_id'")
+    check_finite(path, "points", points, query_ids, allow_nan=True)
     return points
 
 
 def load_points(path: str) -> Tuple[List[str], np.ndarray]:
     """``(query_ids [Q] str, points float64 [Q, 2])`` of a points file (or predictions file)."""
-    with _npz(path, "points", "query_id, points") as npz:
+    with load_npz(path, "a points file", "query_id, points") as npz:
         query_ids = _query_ids(npz, path)
-        return query_ids, _points(npz, path, len(query_ids))
+        return query_ids, _points(npz, path, query_ids)
 
 
 def load_heatmaps(path: str) -> Tuple[List[str], np.ndarray, Optional[str]]:
     """``(query_ids [Q] str, heatmaps float [Q, h, w], point_mode or None)`` of a heatmaps file."""
-    with _npz(path, "heatmaps", "query_id, heatmaps[, point_mode]") as npz:
+    with load_npz(path, "a heatmaps file", "query_id, heatmaps[, point_mode]") as npz:
         query_ids = _query_ids(npz, path)
         heatmaps = get_array(npz, path, "heatmaps", 3, "f")
         check_length(path, "heatmaps", heatmaps, len(query_ids), "entries in 'query_id'")
         if heatmaps.shape[1] * heatmaps.shape[2] == 0:
             raise bad_key(path, "heatmaps", f"empty maps of size {heatmaps.shape[1:]}")
-        mode = _scalar(npz, path, "point_mode", "U") if "point_mode" in npz.files else None
+        mode = scalar(npz, path, "point_mode", "U") if "point_mode" in npz.files else None
+    check_rows(path, "heatmaps", np.isnan(heatmaps), query_ids, "numbers, not NaN (a NaN map has no maximum)")
     if mode is not None and mode not in POINT_MODES:
         raise bad_key(path, "point_mode", f"must be one of {POINT_MODES}, got {mode!r}")
     return query_ids, heatmaps, mode
+
+
+def _protocol(npz, path: str) -> PointingProtocol:
+    hit_rule, tolerance = scalar(npz, path, "hit_rule", "U"), scalar(npz, path, "tolerance", "f")
+    try:
+        return PointingProtocol.checked(hit_rule, tolerance)
+    except ValueError as e:
+        raise BadFileError(f"{path}: keys 'hit_rule' and 'tolerance': {e}") from None
 
 
 def load_pointing_predictions(path: str) -> dict:
@@ -133,18 +132,17 @@ def load_pointing_predictions(path: str) -> dict:
     ``points`` [Q, 2], ``boxes`` [Q, 4] (float64), ``hits`` ``{rule_key: bool [Q]}`` and
     ``protocol`` (:class:`PointingProtocol`)."""
     keys = "query_id, image_id, points, boxes, hit_<rule>, hit_rule, tolerance"
-    with _npz(path, "pointing predictions", keys) as npz:
+    with load_npz(path, "a pointing predictions file", keys) as npz:
         query_ids = _query_ids(npz, path)
-        out = {"query_id": query_ids, "points": _points(npz, path, len(query_ids))}
+        out = {"query_id": query_ids, "points": _points(npz, path, query_ids)}
         out["image_id"] = get_array(npz, path, "image_id", 1, "U").tolist()
         check_length(path, "image_id", out["image_id"], len(query_ids), "entries in 'query_id'")
         out["boxes"] = get_array(npz, path, "boxes", 2, "f").astype(np.float64)
+        if out["boxes"].shape[1:] != (4,):
+            raise bad_key(path, "boxes", f"expected shape [queries, 4] as [x1, y1, x2, y2], got {out['boxes'].shape}")
         check_length(path, "boxes", out["boxes"], len(query_ids), "entries in 'query_id'")
-        for key in ("hit_rule", "tolerance"):
-            if key not in npz.files:
-                raise ValueError(f"{path}: missing key {key!r} (the file holds {sorted(npz.files)})")
-        out["protocol"] = PointingProtocol.checked(_scalar(npz, path, "hit_rule", "U"),
-                                                   _scalar(npz, path, "tolerance", "f"))
+        check_finite(path, "boxes", out["boxes"], query_ids)
+        out["protocol"] = _protocol(npz, path)
         out["hits"] = {k: get_array(npz, path, f"hit_{k}", 1, "b") for k in rule_keys(out["protocol"].tolerance)}
         for k, hits in out["hits"].items():
             check_length(path, f"hit_{k}", hits, len(query_ids), "entries in 'query_id'")

@@ -15,8 +15,12 @@
   the matrix entry ``scores[caption_to_image[j], j]``.
 
 A score matrix may also be a bare ``.npy`` [N, M] (memory-mapped when read); its
-``caption_to_image`` then comes from elsewhere. Readers raise ValueError naming the file and the
-missing key or the shape mismatch.
+``caption_to_image`` then comes from elsewhere.
+
+Readers raise :class:`phrasedet.fileio.BadFileError` (a ValueError) naming the file and the key: a
+file numpy cannot read (truncated, not a zip), a missing key, an array of the wrong shape, dtype
+or length, a ``caption_to_image`` out of range, an embedding that is not finite. Scores may be NaN
+or infinite (a NaN counts as a tie, docs/EVALUATION.md).
 """
 import os
 import zipfile
@@ -24,9 +28,11 @@ from typing import Sequence
 
 import numpy as np
 
+from phrasedet.fileio import BadFileError
+
 from .ranks import check_caption_to_image
 
-from ..array_files import bad_key, check_length, get_array, load_array_file
+from ..array_files import bad_key, check_finite, check_length, get_array, load_array_file, load_npz
 
 __all__ = ["EMBEDDINGS_FILE", "SCORES_FILE", "ScoresWriter", "load_embeddings", "load_scores", "save_embeddings"]
 
@@ -123,12 +129,9 @@ def _caption_to_image(npz, path: str, num_images: int, num_captions: int) -> np.
 
 def load_embeddings(path: str) -> dict:
     """Read ``retrieval_embeddings.npz``: dict with ``image_ids`` (list of str), ``images``
-    float32 [N, D], ``captions`` float32 [M, D], ``caption_to_image`` int64 [M], all checked."""
-    npz = load_array_file(path)
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: an embeddings file must be a .npz with keys image_ids, images, captions, "
-                         f"caption_to_image; got a single array of shape {npz.shape}")
-    with npz:
+    float32 [N, D], ``captions`` float32 [M, D] (finite), ``caption_to_image`` int64 [M], all
+    checked (module docstring)."""
+    with load_npz(path, "an embeddings file", "image_ids, images, captions, caption_to_image") as npz:
         images = get_array(npz, path, "images", 2, "f").astype(np.float32, copy=False)
         captions = get_array(npz, path, "captions", 2, "f").astype(np.float32, copy=False)
         if images.shape[1] != captions.shape[1]:
@@ -137,6 +140,8 @@ def load_embeddings(path: str) -> dict:
         image_ids = get_array(npz, path, "image_ids", 1, "U")
         check_length(path, "image_ids", image_ids, len(images), "images")
         c2i = _caption_to_image(npz, path, len(images), len(captions))
+    check_finite(path, "images", images, image_ids)
+    check_finite(path, "captions", captions)
     return {"image_ids": image_ids.tolist(), "images": images, "captions": captions, "caption_to_image": c2i}
 
 
@@ -144,11 +149,11 @@ def load_scores(path: str) -> dict:
     """Read a score matrix: a ``.npz`` with ``scores`` [N, M] and optionally ``caption_to_image``,
     ``image_ids`` and ``gt_scores`` (checked against the matrix), or a bare ``.npy`` [N, M]
     (memory-mapped). Returns a dict with the keys found (``image_ids`` as a list of str)."""
-    data = load_array_file(path, mmap_mode="r")
+    data = load_array_file(path, mmap_mode="r", what="score matrix file")
     if not isinstance(data, np.lib.npyio.NpzFile):
         if data.ndim != 2 or data.dtype.kind != "f":
-            raise ValueError(f"{path}: a score matrix must be a 2-D float array [images, captions], "
-                             f"got dtype {data.dtype} and shape {data.shape}")
+            raise BadFileError(f"{path}: a score matrix must be a 2-D float array [images, captions], "
+                               f"got dtype {data.dtype} and shape {data.shape}")
         return {"scores": data}
     with data as npz:
         scores = get_array(npz, path, "scores", 2, "f")
