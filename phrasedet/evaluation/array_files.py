@@ -10,24 +10,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from phrasedet.fileio import BadFileError, npz_array
-from phrasedet.fileio import load_array_file as _load_array_file
+from phrasedet.fileio import BadFileError, load_array_file, npz_array
 
-__all__ = ["load_array_file", "load_npz", "bad_key", "get_array", "check_length", "check_rows", "check_finite",
+__all__ = ["load_npz", "bad_key", "get_array", "check_length", "check_rows", "check_finite",
            "scalar"]
-
-
-def load_array_file(path: str, mmap_mode: Optional[str] = None, what: str = "array file"):
-    """``np.load`` without pickles (:func:`phrasedet.fileio.load_array_file`): a file numpy
-    cannot read is a BadFileError naming it; a missing file a ``FileNotFoundError`` naming it
-    as ``what``."""
-    return _load_array_file(path, what, mmap_mode)
 
 
 def load_npz(path: str, what: str, keys: str):
     """The opened ``.npz`` ``path``, ``what`` (e.g. "a points file") that must hold ``keys`` (named in
     the error when the file is a single ``.npy`` array). Use it as a context manager."""
-    data = load_array_file(path, what=what)
+    data = load_array_file(path, what)
     if not isinstance(data, np.lib.npyio.NpzFile):
         raise BadFileError(f"{path}: {what} must be a .npz with keys {keys}; got a single array of shape {data.shape}")
     return data

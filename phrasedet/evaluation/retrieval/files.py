@@ -28,11 +28,10 @@ from typing import Sequence
 
 import numpy as np
 
-from phrasedet.fileio import BadFileError
+from phrasedet.fileio import BadFileError, load_array_file
 
+from ..array_files import bad_key, check_finite, check_length, get_array, load_npz
 from .ranks import check_caption_to_image
-
-from ..array_files import bad_key, check_finite, check_length, get_array, load_array_file, load_npz
 
 __all__ = ["EMBEDDINGS_FILE", "SCORES_FILE", "ScoresWriter", "load_embeddings", "load_scores", "save_embeddings"]
 
@@ -149,7 +148,7 @@ def load_scores(path: str) -> dict:
     """Read a score matrix: a ``.npz`` with ``scores`` [N, M] and optionally ``caption_to_image``,
     ``image_ids`` and ``gt_scores`` (checked against the matrix), or a bare ``.npy`` [N, M]
     (memory-mapped). Returns a dict with the keys found (``image_ids`` as a list of str)."""
-    data = load_array_file(path, mmap_mode="r", what="score matrix file")
+    data = load_array_file(path, "score matrix file", mmap_mode="r")
     if not isinstance(data, np.lib.npyio.NpzFile):
         if data.ndim != 2 or data.dtype.kind != "f":
             raise BadFileError(f"{path}: a score matrix must be a 2-D float array [images, captions], "
