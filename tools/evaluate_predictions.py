@@ -3,7 +3,7 @@
 
     python tools/evaluate_predictions.py --predictions out/phrase_predictions.jsonl \\
         --dataset flickr30k_entities_test [--mode reference|standard] [--output-dir DIR]
-        [--phrase-filter phrase_filter.json]
+        [--phrase-filter phrase_filter.json] [--ppa]
 
 Prints the per-bucket table (mAP, localization accuracy, in percent). With --output-dir writes
 ``phrase_detection_results.json`` (the evaluator's results dict) and ``phrase_aps.json`` (per
@@ -15,6 +15,11 @@ detections.
 003 Sec. 6.2, docs/EVALUATION.md): both tables are printed, the results dict holds
 ``phrase_detection`` (filtered, with the filter's recall) and ``phrase_detection_unfiltered``, and
 ``phrase_aps.json`` is the filtered per-phrase APs.
+
+``--ppa`` also evaluates on the PPA-augmented ground truth (paper 003 Tables III, V; needs nltk's
+WordNet): the results dict adds ``phrase_detection_ppa`` (and ``phrase_detection_ppa_unfiltered``
+with a filter) and the test occurrences per bucket without and with PPA are printed;
+``phrase_detection`` and ``phrase_aps.json`` stay the plain ones.
 """
 import argparse
 import json
@@ -23,8 +28,10 @@ import os
 import sys
 
 import phrasedet  # noqa: F401  (registers the datasets; must come before the catalog lookups)
+from phrasedet.data.ppa import WordNetUnavailable
 from phrasedet.evaluation import MODES, evaluate_predictions_file, format_results_table
 from phrasedet.evaluation.phrase_detection.phrase_filter import format_filtered_report
+from phrasedet.evaluation.phrase_detection.ppa_ground_truth import format_ppa_report
 from phrasedet.evaluation.phrase_detection.predictions import MAX_IGNORED_FRACTION
 
 RESULTS_FILE = "phrase_detection_results.json"
@@ -44,6 +51,8 @@ def parse_args(argv=None):
     parser.add_argument("--max-ignored-fraction", type=float, default=MAX_IGNORED_FRACTION,
                         help="fail when more than this share of the records names phrases that are not test phrases "
                              "(after normalization)")
+    parser.add_argument("--ppa", action="store_true",
+                        help="also evaluate on the PPA-augmented ground truth (WordNet synonyms/hypernyms; paper 003 Table V)")
     return parser.parse_args(argv)
 
 
@@ -54,11 +63,13 @@ def main(argv=None) -> dict:
         results, result, vocabulary = evaluate_predictions_file(
             args.predictions, args.dataset, mode=args.mode, iou_thresh=args.iou_thresh,
             train_dataset=args.train_dataset, return_result=True, phrase_filter=args.phrase_filter,
-            max_ignored_fraction=args.max_ignored_fraction)
-    except (ValueError, FileNotFoundError) as e:
+            max_ignored_fraction=args.max_ignored_fraction, ppa=args.ppa)
+    except (ValueError, FileNotFoundError, WordNetUnavailable) as e:
         sys.exit(f"error: {e}")
     header = f"Phrase detection on {args.dataset} (mode={args.mode}, IoU>={args.iou_thresh})"
-    if args.phrase_filter:
+    if args.ppa:
+        print(format_ppa_report(header, results))
+    elif args.phrase_filter:
         print(format_filtered_report(header, results))
     else:
         print(f"{header}, in %:")

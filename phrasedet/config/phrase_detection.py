@@ -106,6 +106,8 @@ def add_phrase_detection_config(cfg):
     _C.PHRASEDET.CCA = CN()
     # A GT phrase instance and its best stage-1 proposal form a CCA pair when their IoU is at least this (paper 003's code: 0.6).
     _C.PHRASEDET.CCA.PAIR_IOU = 0.6
+    # PPA-augmented evaluation (paper 003 Tables III, V, VI; code: test-time PPA on): also report the metrics on the test ground truth augmented with each phrase's WordNet PPA phrases (results["phrase_detection_ppa"]).
+    _C.TEST.PHRASE_DETECTION.PPA = False
     # At most this many pairs per training image (paper 003's code: 10).
     _C.PHRASEDET.CCA.MAX_PAIRS_PER_IMAGE = 10
     # Ridge added to both covariance diagonals (paper 003's code: 1e-4).

@@ -8,7 +8,7 @@ The released code's skip list and manual exclusions are reproduced.
 """
 import itertools
 
-__all__ = ["WordNetUnavailable", "WordNetLexicon", "PositivePhraseAugmenter"]
+__all__ = ["WordNetUnavailable", "WordNetLexicon", "PositivePhraseAugmenter", "ppa_style_of"]
 
 _NO_HYPERNYMS = {"left", "right", "black", "white", "brown", "raft", "pot"}
 _EXCLUDED = {
@@ -18,6 +18,14 @@ _EXCLUDED = {
 }
 _FIXED_REFERIT_WORDS = {"left", "right"}
 MAX_SUBPHRASE_TOKENS = 8  # 2^8 subsets at most per phrase
+
+
+def ppa_style_of(dataset_name: str) -> str:
+    """The PPA style of a registered split: its metadata's ``phrase_style`` ("flickr" or
+    "referit"; "flickr" when unset)."""
+    from detectron2.data import MetadataCatalog
+
+    return MetadataCatalog.get(dataset_name).get("phrase_style", "flickr")
 
 
 class WordNetUnavailable(RuntimeError):
@@ -30,9 +38,11 @@ class WordNetLexicon:
     Args:
         wordnet: an nltk ``WordNetCorpusReader``; default nltk's ``wordnet`` corpus, loaded now
             (raises :class:`WordNetUnavailable` with install instructions when it is missing).
+        config_key: the boolean config key that asked for PPA, named in that error
+            (``TEST.PHRASE_DETECTION.PPA`` for PPA-augmented evaluation).
     """
 
-    def __init__(self, wordnet=None):
+    def __init__(self, wordnet=None, config_key="INPUT.PHRASES.PPA"):
         if wordnet is None:
             from nltk.corpus import wordnet
 
@@ -42,11 +52,11 @@ class WordNetLexicon:
                 import nltk
 
                 raise WordNetUnavailable(
-                    "Positive phrase augmentation (INPUT.PHRASES.PPA True) needs nltk's WordNet data, "
+                    f"Positive phrase augmentation ({config_key} True) needs nltk's WordNet data, "
                     f"which is not installed (searched {list(nltk.data.path)}). Install it with "
                     "`python -m nltk.downloader wordnet`, or offline from Debian's WordNet with "
                     "`apt-get install wordnet-base wordnet-sense-index && python tools/install_wordnet.py`, "
-                    "or set INPUT.PHRASES.PPA False."
+                    f"or set {config_key} False."
                 ) from e
         self._wn = wordnet
         self._cache = {}

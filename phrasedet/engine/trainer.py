@@ -130,8 +130,12 @@ def _phrase_evaluator(cfg, dataset_name, output_folder, model):
         # built when the evaluator evaluates, by the process that does (the main one)
         phrase_filter = functools.partial(build_phrase_filter, cfg, dataset_name,
                                           os.path.join(output_folder, PHRASE_FILTER_FILE) if output_folder else None)
+    if d.PPA and d.VOCABULARY != "dataset":
+        raise ValueError("TEST.PHRASE_DETECTION.PPA needs TEST.PHRASE_DETECTION.VOCABULARY 'dataset' (augmented phrases "
+                         f"must be scored in every image), got {d.VOCABULARY!r}")
     return PhraseDetectionEvaluator(dataset_name, mode=d.MODE, output_dir=output_folder, save_predictions=d.SAVE_PREDICTIONS,
-                                    bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS, phrase_filter=phrase_filter)
+                                    bucket_thresholds=cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS, phrase_filter=phrase_filter,
+                                    ppa=d.PPA)
 
 
 def _retrieval_evaluator(cfg, dataset_name, output_folder, model):

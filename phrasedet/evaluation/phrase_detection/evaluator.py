@@ -14,6 +14,7 @@ from .dataset import load_test_split, train_dataset_of
 from .detections import PhraseColumns, PhraseDetections, detection_arrays
 from .phrase_detection_ap import MODES, evaluate_phrase_detection
 from .phrase_filter import PhraseFilter, evaluate_with_filter, format_filtered_report
+from .ppa_ground_truth import augment_ground_truth, build_test_augmenter, evaluate_with_ppa, format_ppa_report
 from .predictions import PredictionWriter
 from .report import format_results_table
 from ..distributed import DistributedEvaluatorMixin
@@ -24,6 +25,8 @@ PREDICTIONS_FILE = "phrase_predictions.jsonl"
 PHRASE_APS_FILE = "phrase_aps.json"
 # Per-phrase APs without the phrase filter, written next to PHRASE_APS_FILE when a filter is used.
 PHRASE_APS_UNFILTERED_FILE = "phrase_aps_unfiltered.json"
+# Per-phrase APs on the PPA-augmented ground truth (filtered when a filter is used), with ppa=True.
+PHRASE_APS_PPA_FILE = "phrase_aps_ppa.json"
 # Bytes of scores one process sends per gather round (bounds the memory of the gather).
 _GATHER_BYTES = 64 << 20
 
@@ -67,12 +70,22 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         unfiltered metrics}``. A callable is called once, by the process that evaluates (the
         trainer builds the filter with a retrieval model only there). Without a filter nothing
         changes.
+    ppa : bool
+        PPA-augmented evaluation (paper 003 Tables III, V, VI; :mod:`.ppa_ground_truth`,
+        ``TEST.PHRASE_DETECTION.PPA``): the results also hold ``"phrase_detection_ppa"``, the
+        metrics on the ground truth where every instance is also an instance of its phrase's PPA
+        phrases (same box); ``"phrase_detection"`` stays the plain metrics. With a phrase filter,
+        ``"phrase_detection_ppa"`` is filtered and ``"phrase_detection_ppa_unfiltered"`` is added.
+        Needs nltk's WordNet (checked here, before inference) unless ``ppa_lexicon`` is given.
+    ppa_lexicon : optional
+        The lexicon of the augmenter (``alternatives(word) -> list[str]``); default WordNet.
     """
 
     def __init__(self, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                  output_dir: Optional[str] = None, distributed: bool = True, save_predictions: bool = True,
                  *, train_dataset: Optional[str] = None, bucket_thresholds=(0, 100),
-                 phrase_filter: Optional[Union[PhraseFilter, Callable[[], PhraseFilter]]] = None):
+                 phrase_filter: Optional[Union[PhraseFilter, Callable[[], PhraseFilter]]] = None,
+                 ppa: bool = False, ppa_lexicon=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self._logger = logging.getLogger(__name__)
@@ -85,6 +98,10 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         self._train_dataset = train_dataset_of(dataset_name, train_dataset)  # fails early when unset
         self._bucket_thresholds = tuple(bucket_thresholds)
         _, self._gt = load_test_split(dataset_name)
+        self._plain_gt = None
+        if ppa:  # detections are stored over the augmented ground truth (its pairs include the plain ones)
+            self._plain_gt = self._gt
+            self._gt, _ = augment_ground_truth(self._gt, build_test_augmenter(dataset_name, self._gt, ppa_lexicon))
         if isinstance(phrase_filter, PhraseFilter):
             phrase_filter.check_images(self._gt)  # a filter of another split fails before inference
         elif phrase_filter is not None and not callable(phrase_filter):
@@ -202,23 +219,31 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         vocabulary = training_vocabulary([self._train_dataset], self._bucket_thresholds)
         header = "Phrase detection on %s (mode=%s, IoU>=%.2f, buckets from %s training counts)" % (
             self._dataset_name, self._mode, self._iou_thresh, self._train_dataset)
-        if self._phrase_filter is None:
+        phrase_filter = self._phrase_filter
+        if phrase_filter is not None and not isinstance(phrase_filter, PhraseFilter):
+            phrase_filter = phrase_filter()
+        per_phrase = {}
+        if self._plain_gt is not None:
+            results, per_key = evaluate_with_ppa(self._plain_gt, self._gt, self._dets, vocabulary, mode=self._mode,
+                                                 iou_thresh=self._iou_thresh, phrase_filter=phrase_filter)
+            self._logger.info("%s", format_ppa_report(header, results))
+            result, unfiltered = per_key["phrase_detection"], per_key.get("phrase_detection_unfiltered")
+            per_phrase[PHRASE_APS_PPA_FILE] = per_key["phrase_detection_ppa"]
+        elif phrase_filter is None:
             result = evaluate_phrase_detection(self._gt, self._dets, mode=self._mode, iou_thresh=self._iou_thresh)
             metrics = result.summarize(vocabulary)
             self._logger.info("%s, in %%:\n%s", header, format_results_table(metrics))
             results = {"phrase_detection": metrics}
         else:
-            phrase_filter = self._phrase_filter
-            if not isinstance(phrase_filter, PhraseFilter):
-                phrase_filter = phrase_filter()
             results, result, unfiltered = evaluate_with_filter(self._gt, self._dets, phrase_filter, vocabulary,
                                                                mode=self._mode, iou_thresh=self._iou_thresh)
             self._logger.info("%s", format_filtered_report(header, results))
+        per_phrase[PHRASE_APS_FILE] = result
+        if phrase_filter is not None:
+            per_phrase[PHRASE_APS_UNFILTERED_FILE] = unfiltered
         if self._output_dir:
             os.makedirs(self._output_dir, exist_ok=True)
-            with open(self._output_path(PHRASE_APS_FILE), "w", encoding="utf-8") as f:
-                json.dump(result.per_phrase(vocabulary), f, indent=1)
-            if self._phrase_filter is not None:
-                with open(self._output_path(PHRASE_APS_UNFILTERED_FILE), "w", encoding="utf-8") as f:
-                    json.dump(unfiltered.per_phrase(vocabulary), f, indent=1)
+            for name, r in per_phrase.items():
+                with open(self._output_path(name), "w", encoding="utf-8") as f:
+                    json.dump(r.per_phrase(vocabulary), f, indent=1)
         return results

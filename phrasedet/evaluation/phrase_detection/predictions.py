@@ -38,6 +38,7 @@ from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth
 from .phrase_detection_ap import evaluate_phrase_detection
 from .phrase_filter import PhraseFilter, evaluate_with_filter
+from .ppa_ground_truth import augment_ground_truth, build_test_augmenter, evaluate_with_ppa
 
 __all__ = ["PredictionWriter", "format_prediction_lines", "iter_prediction_records", "load_predictions",
            "evaluate_predictions_file"]
@@ -242,7 +243,8 @@ def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: flo
 
 def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                               train_dataset: Optional[str] = None, return_result: bool = False,
-                              bucket_thresholds=(0, 100), phrase_filter=None, max_ignored_fraction: float = MAX_IGNORED_FRACTION):
+                              bucket_thresholds=(0, 100), phrase_filter=None, max_ignored_fraction: float = MAX_IGNORED_FRACTION,
+                              ppa: bool = False, ppa_lexicon=None):
     """Evaluate a predictions file on a registered test split, with the in-loop evaluator's core.
 
     Returns ``{"phrase_detection": metrics}`` (the evaluator's format); with ``return_result``
@@ -252,6 +254,11 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
     filtering as the evaluator does: ``{"phrase_detection": filtered metrics (with the filter's
     recall), "phrase_detection_unfiltered": unfiltered metrics}``; the returned result is the
     filtered one. ``max_ignored_fraction``: see :func:`load_predictions`.
+
+    ``ppa`` adds the metrics on the PPA-augmented ground truth (``"phrase_detection_ppa"``, and
+    ``"phrase_detection_ppa_unfiltered"`` with a filter), as the evaluator with ``ppa=True``
+    (:mod:`.ppa_ground_truth`); ``ppa_lexicon`` replaces WordNet. The returned result stays the
+    plain ``"phrase_detection"`` one.
     """
     train_name = train_dataset_of(dataset_name, train_dataset)
     _, gt = load_test_split(dataset_name)
@@ -259,9 +266,14 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
         phrase_filter = PhraseFilter.load(os.fspath(phrase_filter))
     if phrase_filter is not None:
         phrase_filter.check_images(gt)  # before reading the predictions
-    dets = load_predictions(path, gt, max_ignored_fraction)
+    ppa_gt = augment_ground_truth(gt, build_test_augmenter(dataset_name, gt, ppa_lexicon))[0] if ppa else None
+    dets = load_predictions(path, gt if ppa_gt is None else ppa_gt, max_ignored_fraction)
     vocabulary = training_vocabulary([train_name], bucket_thresholds)
-    if phrase_filter is None:
+    if ppa_gt is not None:
+        results, per_key = evaluate_with_ppa(gt, ppa_gt, dets, vocabulary, mode=mode, iou_thresh=iou_thresh,
+                                             phrase_filter=phrase_filter)
+        result = per_key["phrase_detection"]
+    elif phrase_filter is None:
         result = evaluate_phrase_detection(gt, dets, mode=mode, iou_thresh=iou_thresh)
         results = {"phrase_detection": result.summarize(vocabulary)}
     else:
