@@ -79,6 +79,26 @@ def add_phrase_detection_config(cfg):
     # CCA layers compute ((x - mu) W + b) * sigma (True, the code) or (x - mu) W * sigma + b (False, paper Eq. 4).
     _C.MODEL.PHRASE_ROI_HEADS.CITE.SCALE_BIAS = True
 
+    # Negative phrase augmentation (QA R-CNN; paper 003 Sec. 3.3.1, Table IV: negligible effect): each training
+    # phrase keeps a table of the phrases the model scores highest on its ground-truth regions, refreshed by
+    # phrasedet/engine/npa_hook.py; some become hard negatives of the minibatch (phrasedet/modeling/roi_heads/negative_phrases.py).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA = CN()
+    # Train with hard negative phrases (QA R-CNN classifier only; the paper's QA R-CNN + NPA).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.ENABLED = False
+    # Hard negatives kept per training phrase, hardest first; negatives are drawn uniformly among them (paper: 500).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.TABLE_SIZE = 500
+    # Iterations between table refreshes, also built before the first step (paper: 10K iterations; CITE code: 3 epochs).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.PERIOD = 200
+    # Each image of P phrases gets ceil(fraction * P) hard negatives, one per source phrase (CITE code: ceil(P / 4)).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.NEGATIVES_PER_IMAGE_FRACTION = 0.25
+    # Phrase pairs sharing an annotated box in at least this many training images are never hard negatives
+    # of each other (paper: pairs "often annotated on the same object", count unspecified).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.MIN_COOCCURRENCE = 1
+    # Phrases whose head words (last tokens) are WordNet parent and child are never hard negatives of each other (paper: on; needs nltk's WordNet).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.WORDNET_FILTER = True
+    # Training images scored per refresh (random, seeded per refresh); 0 = all (CITE code: the validation set).
+    _C.MODEL.PHRASE_ROI_HEADS.NPA.REFRESH_IMAGES = 200
+
     _C.TEST.PHRASE_DETECTION = CN()
     # Phrases scored at test: "dataset" (every distinct phrase of the test split, open-ended detection) or "image" (each image's own phrases: localization only).
     _C.TEST.PHRASE_DETECTION.VOCABULARY = "dataset"

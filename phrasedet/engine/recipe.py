@@ -152,6 +152,7 @@ def build_recipe_model(cfg):
     """The final model of a recipe config, shaped to load its checkpoints (``--eval-only``): the
     classifier's CCA-initialized layers and the cascade's shortlist are sized from the recipe's
     ``stage2_cca/cca.npz``: ``OUTPUT_DIR``'s, else that of the recipe ``MODEL.WEIGHTS`` comes from
+    c.MODEL.PHRASE_ROI_HEADS.NPA.ENABLED = False  # NPA trains the stage-3 classifier only
     (``<recipe>/stage3_classifier/model_final.pth`` -> ``<recipe>/stage2_cca/cca.npz``)."""
     model = PhrasedetTrainer.build_model(cfg)
     if _needs_cca(cfg):

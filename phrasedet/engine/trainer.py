@@ -228,6 +228,12 @@ class PhrasedetTrainer(DefaultTrainer):
         loss = self.cfg.MODEL.RETRIEVAL.LOSS
         if loss.WARMUP_ALL_NEGATIVES_ITERS > 0 and isinstance(getattr(model, "loss", None), RankingLoss):
             hooks.insert(0, NegativesWarmupHook(loss.WARMUP_ALL_NEGATIVES_ITERS, loss.NEGATIVES))
+        if self.cfg.MODEL.PHRASE_ROI_HEADS.NPA.ENABLED and hasattr(model, "negative_phrases"):
+            from .npa_hook import NPA_CHECKPOINT_KEY, NegativePhraseHook
+
+            npa = NegativePhraseHook(self.cfg, _phrase_train_records(self.cfg))
+            self.checkpointer.add_checkpointable(NPA_CHECKPOINT_KEY, npa)  # --resume goes on with the table
+            hooks.insert(0, npa)  # right after the seeding hook: the table exists before the first step
         if exact_resume_supported(self.cfg):
             hooks.insert(0, IterationSeedHook(self.cfg.SEED))  # first, so every hook's draws are seeded too
         return hooks

@@ -13,14 +13,21 @@ with boxes in the original image's coordinates. The phrases scored are each inpu
 ``phrases``: an image's own (phrase localization), or a whole vocabulary given to every image by
 the test mapper (open-ended phrase detection); the features of the last list seen are kept, so a
 shared vocabulary is looked up once.
+
+Negative phrase augmentation (``MODEL.PHRASE_ROI_HEADS.NPA``, training only): each image's phrases
+are followed by hard negatives drawn from ``negative_phrases`` (a
+:class:`~phrasedet.modeling.roi_heads.negative_phrases.NegativePhraseTable`, built and refreshed by
+the trainer's :class:`~phrasedet.engine.npa_hook.NegativePhraseHook`; not a model weight).
 """
 import torch
 from detectron2.config import configurable
 from detectron2.modeling import META_ARCH_REGISTRY, GeneralizedRCNN, build_backbone
 from detectron2.modeling.proposal_generator import build_proposal_generator
 from detectron2.modeling.roi_heads import ROI_HEADS_REGISTRY
+from detectron2.utils.events import get_event_storage
 
 from ..phrase_features import PhraseFeatureBank, build_phrase_feature_bank
+from ..roi_heads.negative_phrases import draw_negatives
 
 __all__ = ["PhraseRCNN"]
 
@@ -28,15 +35,25 @@ __all__ = ["PhraseRCNN"]
 @META_ARCH_REGISTRY.register()
 class PhraseRCNN(GeneralizedRCNN):
     @configurable
-    def __init__(self, *, phrase_bank: PhraseFeatureBank, **kwargs):
+    def __init__(self, *, phrase_bank: PhraseFeatureBank, npa_fraction: float = 0.0, **kwargs):
+        """``npa_fraction``: > 0 appends ceil(npa_fraction * P) hard negative phrases to each
+        training image of P phrases (NPA); 0 = off."""
         super().__init__(**kwargs)
         self.phrase_bank = phrase_bank
         self._last_phrases, self._last_feats = None, None
+        self.npa_fraction = float(npa_fraction)
+        self.negative_phrases = None  # NegativePhraseTable, set by NegativePhraseHook when NPA is on
 
     @classmethod
     def from_config(cls, cfg):
         backbone = build_backbone(cfg)
         bank = build_phrase_feature_bank(cfg)
+        npa = cfg.MODEL.PHRASE_ROI_HEADS.NPA
+        if npa.ENABLED and not 0 < npa.NEGATIVES_PER_IMAGE_FRACTION <= 1:
+            raise ValueError(f"MODEL.PHRASE_ROI_HEADS.NPA.NEGATIVES_PER_IMAGE_FRACTION must be in (0, 1], got {npa.NEGATIVES_PER_IMAGE_FRACTION}")
+        if npa.ENABLED and cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER != "QARCNNClassifier":
+            raise ValueError("MODEL.PHRASE_ROI_HEADS.NPA.ENABLED is QA R-CNN's negative phrase augmentation: it needs "
+                             f"MODEL.PHRASE_ROI_HEADS.CLASSIFIER 'QARCNNClassifier', got {cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER!r}")
         return {
             "backbone": backbone,
             "proposal_generator": build_proposal_generator(cfg, backbone.output_shape()),
@@ -46,6 +63,7 @@ class PhraseRCNN(GeneralizedRCNN):
             "pixel_mean": cfg.MODEL.PIXEL_MEAN,
             "pixel_std": cfg.MODEL.PIXEL_STD,
             "phrase_bank": bank,
+            "npa_fraction": npa.NEGATIVES_PER_IMAGE_FRACTION if npa.ENABLED else 0.0,
         }
 
     def _phrase_features(self, phrases):
@@ -62,9 +80,23 @@ class PhraseRCNN(GeneralizedRCNN):
         gt_instances = [x["instances"].to(self.device) for x in batched_inputs]
         features = self.backbone(images.tensor)
         proposals, proposal_losses = self.proposal_generator(images, features, gt_instances)
-        phrase_feats = [self.phrase_bank(x["phrases"]) for x in batched_inputs]
-        _, detector_losses = self.roi_heads(images, features, proposals, gt_instances, phrase_feats)
+        phrases = [x["phrases"] for x in batched_inputs]
+        extra = {}
+        if self.npa_fraction > 0:
+            phrases, extra["negative_sources"] = self._with_negatives(phrases)
+        phrase_feats = [self.phrase_bank(p) for p in phrases]
+        _, detector_losses = self.roi_heads(images, features, proposals, gt_instances, phrase_feats, **extra)
         return {**detector_losses, **proposal_losses}
+
+    def _with_negatives(self, phrases):
+        """Each image's phrases followed by its hard negatives (NPA), and per image the index of
+        each negative's source phrase (draws from torch's RNG, seeded per iteration)."""
+        if self.negative_phrases is None:
+            raise RuntimeError("MODEL.PHRASE_ROI_HEADS.NPA.ENABLED but no negative phrase table: PhrasedetTrainer's "
+                               "NegativePhraseHook builds it before the first step (set model.negative_phrases to train without it)")
+        drawn = [draw_negatives(self.negative_phrases, p, self.npa_fraction) for p in phrases]
+        get_event_storage().put_scalar("npa/negatives_per_image", sum(len(n) for _, n in drawn) / max(len(drawn), 1))
+        return [list(p) + n for p, (_, n) in zip(phrases, drawn)], [s for s, _ in drawn]
 
     @torch.no_grad()
     def inference(self, batched_inputs, detected_instances=None, do_postprocess=True):

@@ -2,7 +2,10 @@
 
 Training, per image with P phrases: sample regions per phrase from the shared proposals,
 compute each sampled region's feature once, score every (phrase, region) pair with the region
-classifier and regress the foreground pairs' boxes with the phrase-conditioned regressor.
+classifier and regress the foreground pairs' boxes with the phrase-conditioned regressor. With
+negative phrase augmentation, an image's last K phrase features are hard negatives, each drawn for
+one of its P phrases (``negative_sources``): scored negative on that phrase's sampled foreground
+regions only (:mod:`.negative_phrases`).
 
 Inference: every phrase asked about (an image's own phrases, or a whole vocabulary in batches
 of ``TEST_PHRASE_BATCH``) keeps its top-K regions by score; their boxes are refined by that
@@ -22,6 +25,7 @@ from fvcore.nn import smooth_l1_loss
 from torch import nn
 
 from ..classifiers import CCAClassifier, PhraseTargets, build_region_classifier
+from .negative_phrases import append_negative_targets
 from .phrase_box_regression import PhraseBoxRegressor
 from .phrase_sampling import phrase_iou, sample_regions_per_phrase
 from .region_features import RegionFeatureExtractor
@@ -92,16 +96,24 @@ class PhraseROIHeads(nn.Module):
 
     # ---------------------------------------------------------------- training
     @torch.no_grad()
-    def _sample(self, proposals, targets, num_phrases):
-        """Per image: kept region boxes, PhraseTargets over them, matched gt boxes [P, R', 4]."""
+    def _sample(self, proposals, targets, num_phrases, negative_sources=None):
+        """Per image: kept region boxes, PhraseTargets over them, matched gt boxes [P + K, R', 4].
+
+        ``negative_sources``: per image, the source phrase (index among its P) of each of the K
+        hard negatives that follow its phrases (None: no negatives)."""
         proposals = add_ground_truth_to_proposals(targets, proposals)
+        negative_sources = negative_sources or [()] * len(proposals)
         out = []
-        for props, tgt, P in zip(proposals, targets, num_phrases):
+        for props, tgt, P, neg in zip(proposals, targets, num_phrases, negative_sources):
             iou, matched = phrase_iou(props.proposal_boxes, tgt.gt_boxes, tgt.gt_phrase_ids, P)
             sampled = sample_regions_per_phrase(iou, self.rois_per_phrase, self.positive_fraction, self.fg_threshold)
             keep = sampled.any(dim=0)
             gt = tgt.gt_boxes.tensor[matched[:, keep]] if len(tgt) else iou.new_zeros((P, int(keep.sum()), 4))
-            out.append((props.proposal_boxes[keep], PhraseTargets(iou[:, keep], sampled[:, keep]), gt))
+            iou, sampled = iou[:, keep], sampled[:, keep]
+            if len(neg):  # a negative's gt boxes are never read: it has no foreground
+                iou, sampled = append_negative_targets(iou, sampled, neg, self.fg_threshold)
+                gt = torch.cat([gt, gt[list(neg)]])
+            out.append((props.proposal_boxes[keep], PhraseTargets(iou, sampled), gt))
         return out
 
     def _box_loss(self, boxes, region_feats, phrase_embeds, targets, gt_boxes):
@@ -113,8 +125,9 @@ class PhraseROIHeads(nn.Module):
         loss = smooth_l1_loss(deltas, gt_deltas, self.smooth_l1_beta, reduction="sum")
         return loss / max(int(targets.sampled.sum()), 1)
 
-    def losses(self, images, features, proposals, targets, phrase_feats):
-        samples = self._sample(proposals, targets, [len(v) for v in phrase_feats])
+    def losses(self, images, features, proposals, targets, phrase_feats, negative_sources=None):
+        num_negatives = [len(n) for n in negative_sources] if negative_sources else [0] * len(phrase_feats)
+        samples = self._sample(proposals, targets, [len(v) - k for v, k in zip(phrase_feats, num_negatives)], negative_sources)
         boxes = [s[0] for s in samples]
         regions = self.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
         embeds = self.box_regressor.embed_phrases(cat(phrase_feats)).split([len(v) for v in phrase_feats])
@@ -196,8 +209,9 @@ class PhraseROIHeads(nn.Module):
             results.append((cat([s for s, _ in parts]).cpu(), cat([x for _, x in parts]).cpu()))
         return results
 
-    def forward(self, images, features, proposals, targets=None, phrase_feats=None):
-        """Training: ``({}, losses)``; inference: ``(results, {})`` (see :meth:`inference`)."""
+    def forward(self, images, features, proposals, targets=None, phrase_feats=None, negative_sources=None):
+        """Training: ``({}, losses)``; inference: ``(results, {})`` (see :meth:`inference`).
+        ``negative_sources``: training with NPA only (see :meth:`_sample`)."""
         if self.training:
-            return {}, self.losses(images, features, proposals, targets, phrase_feats)
+            return {}, self.losses(images, features, proposals, targets, phrase_feats, negative_sources)
         return self.inference(images, features, proposals, phrase_feats), {}
