@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Cost of open-vocabulary scoring per region classifier: a whole vocabulary (default 5,000
 phrases) against the regions of one image (default 300), next to one matrix product of the same
-sizes ([P, D_r] @ [D_r, R]) measured in the same run.
+sizes ([P, D_r] @ [D_r, R]) and to the machine's matrix-product rate, both measured in the same run.
 
     python tools/benchmark_scoring.py                 # paper 003's sizes: D_r 2053, D_t 6000, code widths
     python tools/benchmark_scoring.py --sizes builtin # the built-in configs' sizes
@@ -11,7 +11,12 @@ sizes ([P, D_r] @ [D_r, R]) measured in the same run.
 For each classifier it reports the phrase-side work done once per vocabulary (``encode_phrases``)
 and the per-image work (``score_encoded`` over the vocabulary in batches of ``--batch`` phrases,
 as ``PhraseROIHeads`` does), the ratio of the per-image time to the matrix product, and the peak
-resident memory of a fresh process that did only that classifier. ``CITE + cascade k`` is CITE
+resident memory of a fresh process that did only that classifier. Each row also gives the
+per-image floating-point work its model requires (:func:`scoring_flops`: 2 m n k per matrix product
+of its layers, counted analytically, the phrase side excluded), the GFLOP/s that achieves, and
+that rate as a fraction of the machine's matrix-product rate: the best of repeated GEMMs
+[M, E] @ [E, J] (M = batch x regions pairs, at most 16,384; E, J the CITE embedding and joint
+widths), CITE's main product, measured in the same run. ``CITE + cascade k`` is CITE
 scoring only the k best regions per phrase by the CCA cosine (``MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK``).
 Weights are random: the cost does not depend on their values.
 
@@ -38,10 +43,11 @@ import torch
 
 SIZES = {
     # paper 003: 2048-d res5 feature + 5-d geometry, 6000-d HGLMM phrase vectors; the code's widths
-    "paper": dict(region_dim=2053, phrase_dim=6000, hidden=2053, embed=1024, joint=1024, concept=256),
+    "paper": dict(region_dim=2053, phrase_dim=6000, hidden=2053, embed=1024, joint=1024, concept=256, concepts=4),
     # configs/Base-Recipe.yaml: 256-d fc feature + 5, 100-d word2vec
-    "builtin": dict(region_dim=261, phrase_dim=100, hidden=100, embed=100, joint=256, concept=64),
+    "builtin": dict(region_dim=261, phrase_dim=100, hidden=100, embed=100, joint=256, concept=64, concepts=4),
 }
+MAX_GEMM_ROWS = 16384  # the matrix-product baseline's rows: 64 MB at E = 1024, past where the rate levels off
 CLASSIFIERS = ["QARCNNClassifier", "CCAClassifier", "EmbeddingNetClassifier", "CITEClassifier"]
 
 
@@ -55,7 +61,42 @@ def _cfg(s):
     h = cfg.MODEL.PHRASE_ROI_HEADS
     h.EMBEDDING_NET.HIDDEN_DIM, h.EMBEDDING_NET.EMBED_DIM = s["hidden"], s["embed"]
     h.CITE.HIDDEN_DIM, h.CITE.EMBED_DIM, h.CITE.JOINT_DIM, h.CITE.CONCEPT_DIM = s["hidden"], s["embed"], s["joint"], s["concept"]
+    h.CITE.NUM_CONCEPTS = s["concepts"]
     return cfg
+
+
+def _branch_flops(s, n):
+    """A two-layer branch (FC D_r -> H, FC H -> E) on n regions."""
+    return 2 * n * (s["region_dim"] * s["hidden"] + s["hidden"] * s["embed"])
+
+
+def _cca_dim(s):
+    return min(s["region_dim"], s["phrase_dim"])  # the random CCA of :func:`build`
+
+
+def cite_pair_flops(s, pairs):
+    """CITE's layers on ``pairs`` (phrase, region) pairs: joint FC E -> J, K concept FCs J -> C,
+    the concept-weighted final FC (K C multiply-adds)."""
+    kc = s["concepts"] * s["concept"]
+    return 2 * pairs * (s["embed"] * s["joint"] + s["joint"] * kc + kc)
+
+
+def scoring_flops(name, s, phrases, regions, cascade=0):
+    """Floating-point operations the model needs to score ``phrases`` encoded phrases against one
+    image's ``regions`` region features (2 m n k per matrix product; the phrase side, done once per
+    vocabulary, excluded). ``cascade`` k: CITE on the k best regions per phrase of the CCA shortlist."""
+    if name == "matmul":
+        return 2 * phrases * regions * s["region_dim"]
+    if name == "QARCNNClassifier":  # <r, W v_p>: one dot product of D_r per pair
+        return 2 * phrases * regions * s["region_dim"]
+    if name == "CCAClassifier":  # region projection D_r -> k, then cosines
+        return 2 * regions * s["region_dim"] * _cca_dim(s) + 2 * phrases * regions * _cca_dim(s)
+    if name == "EmbeddingNetClassifier":  # region branch, then cosines
+        return _branch_flops(s, regions) + 2 * phrases * regions * s["embed"]
+    if name == "CITEClassifier":
+        shortlist = scoring_flops("CCAClassifier", s, phrases, regions) if cascade else 0
+        return shortlist + _branch_flops(s, regions) + cite_pair_flops(s, phrases * min(cascade or regions, regions))
+    raise KeyError(f"no FLOP count for classifier {name!r}; expected one of {CLASSIFIERS}")
 
 
 def _random_cca(d_r, d_t, k, seed=0):
@@ -112,13 +153,26 @@ def measure(name, s, phrases, regions, batch, repeats, cascade=0):
 
 def _worker(args):
     s = SIZES[args.sizes]
+    extra = {}
     if args._worker == "matmul":
         w, r = torch.randn(args.phrases, s["region_dim"]), torch.randn(args.regions, s["region_dim"])
         out = (0.0, _best_time(lambda: w @ r.t(), max(args.repeats, 3)))
+        extra["gemm_gflops"] = gemm_rate(s, args.batch * args.regions, max(args.repeats, 5))
     else:
+        # the matrix-product rate again in this process, right before and after the scoring, so a
+        # machine whose load changes between workers still gives each row a fair fraction
+        before = gemm_rate(s, args.batch * args.regions, max(args.repeats, 5))
         out = measure(args._worker, s, args.phrases, args.regions, args.batch, args.repeats, args.cascade)
+        extra["gemm_gflops"] = max(before, gemm_rate(s, args.batch * args.regions, max(args.repeats, 5)))
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-    print(json.dumps({"encode": out[0], "score": out[1], "peak_gb": peak_gb}))
+    print(json.dumps({"encode": out[0], "score": out[1], "peak_gb": peak_gb, **extra}))
+
+
+def gemm_rate(s, rows, repeats):
+    """The machine's matrix-product GFLOP/s: best of ``repeats`` [M, E] @ [E, J], M = min(rows, MAX_GEMM_ROWS)."""
+    m = max(1, min(rows, MAX_GEMM_ROWS))
+    a, b = torch.randn(m, s["embed"]), torch.randn(s["embed"], s["joint"])
+    return 2 * m * s["embed"] * s["joint"] / _best_time(lambda: a @ b, repeats) / 1e9
 
 
 def _run_worker(args, name, cascade=0):
@@ -131,22 +185,34 @@ def _run_worker(args, name, cascade=0):
 
 
 def rows(args):
-    """[(label, encode s, per-image s, peak GB)], the matrix product first."""
-    out = [("matrix product [P, D_r] @ [D_r, R]", _run_worker(args, "matmul"))]
-    out += [(name, _run_worker(args, name)) for name in args.classifiers]
-    out += [(f"CITEClassifier + cascade k={k}", _run_worker(args, "CITEClassifier", k)) for k in args.cascade_k]
-    return [(label, m["encode"], m["score"], m["peak_gb"]) for label, m in out]
+    """([(label, encode s, per-image s, peak GB, per-image FLOPs)], the matrix product first;
+    the machine's matrix-product GFLOP/s measured in the same run)."""
+    s = SIZES[args.sizes]
+    base = _run_worker(args, "matmul")
+    out = [("matrix product [P, D_r] @ [D_r, R]", base, scoring_flops("matmul", s, args.phrases, args.regions))]
+    out += [(name, _run_worker(args, name), scoring_flops(name, s, args.phrases, args.regions)) for name in args.classifiers]
+    out += [(f"CITEClassifier + cascade k={k}", _run_worker(args, "CITEClassifier", k),
+             scoring_flops("CITEClassifier", s, args.phrases, args.regions, k)) for k in args.cascade_k]
+    return [(label, m["encode"], m["score"], m["peak_gb"], flops, m["gemm_gflops"]) for label, m, flops in out], base["gemm_gflops"]
 
 
-def format_table(args, table):
+def format_table(args, table, gemm_gflops):
+    """The table: times, the ratio to the first row's time, GFLOP per image, GFLOP/s and its
+    fraction of the machine's matrix-product rate: the row's own (6th element, measured in the
+    same process as its scoring) or else ``gemm_gflops``."""
     s = SIZES[args.sizes]
     base = table[0][2]
+    m = max(1, min(args.batch * args.regions, MAX_GEMM_ROWS))
     lines = [f"{args.phrases} phrases x {args.regions} regions, D_r {s['region_dim']}, D_t {s['phrase_dim']} ({args.sizes} sizes), "
              f"phrase batches of {args.batch}, {torch.get_num_threads()} threads, best of {args.repeats}",
-             f"| {'scoring':40s} | phrase side, once (ms) | per image (ms) | x matrix product | peak RSS (GB) |",
-             f"|{'-' * 42}|-----------------------:|---------------:|-----------------:|--------------:|"]
-    for label, encode, score, peak in table:
-        lines.append(f"| {label:40s} | {encode * 1e3:22.1f} | {score * 1e3:14.1f} | {score / base:16.1f} | {peak:13.2f} |")
+             f"matrix-product rate (best [{m}, {s['embed']}] @ [{s['embed']}, {s['joint']}] of the same run): {gemm_gflops:.1f} GFLOP/s "
+             "(each row's fraction is of the rate measured again in its own process, before and after its scoring)",
+             f"| {'scoring':40s} | phrase side, once (ms) | per image (ms) | x matrix product | GFLOP per image | GFLOP/s | of matrix-product rate | peak RSS (GB) |",
+             f"|{'-' * 42}|-----------------------:|---------------:|-----------------:|----------------:|--------:|-----------------------:|--------------:|"]
+    for label, encode, score, peak, flops, *own in table:
+        rate = flops / score / 1e9
+        lines.append(f"| {label:40s} | {encode * 1e3:22.1f} | {score * 1e3:14.1f} | {score / base:16.1f} | {flops / 1e9:15.1f} | "
+                     f"{rate:7.1f} | {100 * rate / (own[0] if own else gemm_gflops):20.1f} % | {peak:13.2f} |")
     return "\n".join(lines)
 
 
@@ -206,10 +272,10 @@ def main(argv=None):
     if args._worker:
         _worker(args)
         return None
-    table = rows(args)
-    text = format_table(args, table)
+    table, gemm_gflops = rows(args)
+    text = format_table(args, table, gemm_gflops)
     if args.filter_sentences and "CITEClassifier" in args.classifiers:
-        cite = next(score for label, _, score, _ in table if label == "CITEClassifier")
+        cite = next(score for label, _, score, _, _ in table if label == "CITEClassifier")
         text += "\n\n" + format_filter(args, measure_filter(args, args.repeats), cite)
     print(text)
     return text

@@ -4,6 +4,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .build import REGION_CLASSIFIER_REGISTRY
+from .cite_inference import fold_cite, score_folded
 from ..two_branch import TwoLayerBranch
 from .embedding_net import _TwoBranchMixin, resolve_options
 
@@ -56,9 +57,15 @@ class CITEClassifier(_TwoBranchMixin, nn.Module):
     the logistic loss log(1 + exp(-l c)) averaged over the labelled pairs; ``loss_concept_l1`` =
     concept_l1_weight * sum |a| / P; ``loss_cca_reg`` the CCA-layer regularizer once CCA-initialized.
 
-    Memory: the pair tensors are [P * R, max(E, J, C)] (concepts are accumulated one at a time),
-    i.e. O(P * R * E); the ROI heads bound it by scoring phrases in batches (TEST_PHRASE_BATCH;
-    the code scores 650 phrases at a time for CITE).
+    Inference (eval mode): the BatchNorms are folded into their linear layers, the K concept
+    layers run as one product and the final FC and concept weights as one mat-vec per phrase
+    (:mod:`.cite_inference`; equal to the BatchNorm path up to float rounding); the pairs are scored
+    in chunks of ``cite_inference.DEFAULT_MAX_ROWS``, so memory is O(P * R) for the logits plus
+    two bounded work buffers, whatever the phrase batch.
+
+    Memory in training: the pair tensors are [P * R, max(E, J, C)] (concepts are accumulated one
+    at a time), i.e. O(P * R * E); the ROI heads bound it at inference by scoring phrases in
+    batches (TEST_PHRASE_BATCH; the code scores 650 phrases at a time for CITE).
     """
 
     DEFAULTS = dict(
@@ -99,7 +106,14 @@ class CITEClassifier(_TwoBranchMixin, nn.Module):
     def score_encoded(self, region_feats, codes, region_index=None):
         """[R, D_r], codes [P, E + K] -> logits [P, R] ([P, k] for ``region_index`` [P, k])."""
         phrases, weights = codes.split([codes.shape[1] - len(self.concepts), len(self.concepts)], dim=1)
-        regions = self.embed_regions(region_feats)
+        return self._score(self.embed_regions(region_feats), phrases, weights, region_index)
+
+    def _score(self, regions, phrases, weights, region_index=None):
+        """e_r [R, E], e_p [P, E], softmaxed weights [P, K] -> logits [P, R] ([P, k] for
+        ``region_index`` [P, k]): the BatchNorm path in training, the folded one in eval mode."""
+        if not self.training:
+            folded = fold_cite(self.joint, self.concepts, self.score)  # from the current parameters
+            return score_folded(folded, phrases, weights, regions, region_index)
         paired = regions[None, :, :] if region_index is None else regions[region_index]  # [1 or P, N, E]
         return self._score_products(phrases[:, None, :] * paired, weights)
 
@@ -108,7 +122,8 @@ class CITEClassifier(_TwoBranchMixin, nn.Module):
         return self.concept_logits(self.concept_hidden(phrase_feats))
 
     def _score_products(self, products, weights):
-        """products e_p * e_r [P, N, E], weights [P, K] -> logits [P, N]."""
+        """products e_p * e_r [P, N, E], weights [P, K] -> logits [P, N] through the BatchNorm
+        layers (batch statistics in training; the reference of the folded path in eval mode)."""
         num_phrases, num_regions = products.shape[:2]
         joint = self.joint(products.reshape(num_phrases * num_regions, -1))
         mixed = 0
@@ -124,7 +139,7 @@ class CITEClassifier(_TwoBranchMixin, nn.Module):
             return logits, ({} if targets is None else {"loss_phrase_cls": logits.sum() * 0.0})
         regions, phrases = self.embed(region_feats, phrase_feats)
         a = self._concept_logits(phrase_feats)  # [P, K] pre-softmax
-        logits = self._score_products(phrases[:, None, :] * regions[None, :, :], a.softmax(dim=1))
+        logits = self._score(regions, phrases, a.softmax(dim=1))
         if targets is None:
             return logits, {}
         losses = self.losses(logits, a, targets)
