@@ -77,3 +77,11 @@ def test_filtering_rows_give_the_unfiltered_row_then_each_top_n_with_its_recall_
     keys = calls[0][2]
     assert keys[keys.index("TEST.PHRASE_FILTER.RETRIEVAL_OPTS") + 1] == "['MODEL.RETRIEVAL.IMAGE_INPUT', 'features']"
     assert keys[-2:] == ["SEED", "1"]
+
+
+def test_ppa_footer_counts_test_instances_per_bucket_without_and_with_ppa():
+    plain = {"num_instances_zero_shot": 140, "num_instances_few_shot": 840, "num_instances_common": 287}
+    ppa = {"num_instances_zero_shot": 146, "num_instances_few_shot": 1387, "num_instances_common": 550}
+    lines = compare.format_ppa_footer(plain, ppa).splitlines()
+    assert lines[2] == "| plain | 140 | 840 | 287 | 1,267 |"
+    assert lines[3] == "| PPA-augmented | 146 | 1,387 | 550 | 2,083 |"

@@ -13,7 +13,8 @@ from detectron2.config import get_cfg
 from torch import nn
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine.recipe import _check, _first_dataset
+from phrasedet.engine.model_selection import read_selection
+from phrasedet.engine.recipe import _check, _check_schedule, _first_dataset
 from phrasedet.engine.stages import freeze_all_but, load_weights
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -23,11 +24,14 @@ TINY = [
     "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1", "PHRASEDET.TEXT.WORD2VEC_DIM", "16",
     "PHRASEDET.RECIPE.CLASSIFIER_ITERS", "4", "PHRASEDET.RECIPE.CLASSIFIER_STEPS", "[]",
 ]
+# the fixed stage-3 schedule (no validation, the last model tested); RELEASED: the released code's (Base-Recipe.yaml)
+FIXED = ["PHRASEDET.RECIPE.SELECTION.DATASET", "", "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", "0"]
+RELEASED = ["PHRASEDET.RECIPE.SELECTION.PERIOD", "2", "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", "2"]
 
 
-def _run(config, out, *args):
+def _run(config, out, *args, schedule=FIXED):
     cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file", os.path.join(ROOT, "configs", config),
-           *args, "OUTPUT_DIR", str(out), *TINY]
+           *args, "OUTPUT_DIR", str(out), *TINY, *schedule]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout + proc.stderr
@@ -116,6 +120,27 @@ def test_cca_classifier_recipe_reuses_a_detector_and_trains_nothing(tmp_path):
     assert "roi_heads.classifier.region_proj_1" not in state  # PHRASEDET.CCA.SCORE_LAYERS 1: the paper's linear CCA
 
 
+@pytest.mark.usefixtures("builtin_root")
+def test_the_released_schedule_selects_on_validation_and_tests_the_selected_model(tmp_path):
+    log = _run("cite.yaml", tmp_path, schedule=RELEASED)  # Adam 4 iterations, then SGD 2, validation every 2
+    adam, sgd = tmp_path / "stage3_classifier", tmp_path / "stage3b_classifier"
+    first = read_selection(str(adam))
+    assert first["stage"] == "stage3_classifier" and first["iteration"] in (1, 4) and os.path.isfile(adam / "model_best.pth")
+    assert "Loaded" in log and str(adam / "model_best.pth") in log  # the SGD phase starts from the Adam phase's best
+    final = read_selection(str(sgd))
+    assert final["value"] >= first["value"] and (final == first or final["stage"] == "stage3b_classifier")
+    summary = json.loads((tmp_path / "results.json").read_text())
+    assert summary["final_model"] == final["weights"]
+    assert "Stage 3 selected " + final["weights"] in log
+    # validation wrote no predictions; the test split is evaluated once, with the selected model, in the last phase's folder
+    assert not os.path.exists(adam / "inference" / "builtin_flickr30k_entities_val" / "phrase_predictions.jsonl")
+    assert os.path.isfile(sgd / "inference" / "builtin_flickr30k_entities_val" / "phrase_aps.json")
+    assert "is also a test split" in log  # TINY tests on the validation split
+    tested = _results(log)
+    log = _run("cite.yaml", tmp_path / "eval", "--eval-only", "MODEL.WEIGHTS", final["weights"], schedule=RELEASED)
+    assert _results(log) == tested
+
+
 def _recipe_cfg(**recipe):
     cfg = get_cfg()
     add_phrasedet_config(cfg)
@@ -134,6 +159,21 @@ def _recipe_cfg(**recipe):
 def test_bad_recipe_settings_are_named(recipe, message):
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         _check(_recipe_cfg(**recipe))
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"SECOND_PHASE.OPTIMIZER": "Adagrad"}, "SECOND_PHASE.OPTIMIZER must be one of"),
+    ({"SECOND_PHASE.ITERS": -1}, "SECOND_PHASE.ITERS must be >= 0"),
+    ({"SELECTION.DATASET": "no_such_split"}, "SELECTION.DATASET: 'no_such_split' is not a registered dataset"),
+    ({"SELECTION.DATASET": "builtin_flickr30k_entities_val", "SELECTION.PERIOD": 0}, "SELECTION.PERIOD must be > 0"),
+    ({"SELECTION.DATASET": "builtin_flickr30k_entities_val", "SELECTION.MODE": "best"}, "SELECTION.MODE must be 'max' or 'min'"),
+    ({"SELECTION.DATASET": "builtin_flickr30k_entities_val", "SELECTION.VOCABULARY": "all"}, "SELECTION.VOCABULARY must be"),
+])
+def test_bad_stage3_schedules_are_named(keys, message):
+    cfg = _recipe_cfg()
+    cfg.merge_from_list([x for k, v in keys.items() for x in (f"PHRASEDET.RECIPE.{k}", v)])
+    with pytest.raises((ValueError, KeyError), match=message):
+        _check_schedule(cfg)
 
 
 @pytest.mark.parametrize("recipe", [{"CCA_INIT": False}, {"CCA_INIT": True, "COMPARE_RANDOM_INIT": True}])

@@ -20,6 +20,10 @@ phrase survives in their image) and the time the filter adds per test image.
 Evaluation-only passes (cascade, filtering) work in ``<output-root>/<config>/eval_<name>/``, so the
 recipe's own ``results.json`` is never overwritten.
 
+``--ppa`` evaluates every run also with PPA-augmented positives (``TEST.PHRASE_DETECTION.PPA``,
+paper 003 Table V; needs nltk's WordNet) and prints a second table of those metrics, with the test
+instances per bucket without and with PPA (the paper's footer).
+
 ``--extra-seeds 1 2`` trains every config's stage 3 again with ``SEED 1`` and ``SEED 2`` on the same
 detector (``<output-root>/seed1/<config>`` ...) and prints the spread over the seeds and, for every
 ``X_cca`` / ``X`` pair, CCA init minus random init seed by seed.
@@ -37,7 +41,7 @@ import numpy as np
 from phrasedet.engine.init_comparison import compare_initializations
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-CONFIGS = ["cite_cca", "cite", "embedding_net_cca", "embedding_net", "cca", "qa_rcnn_staged"]
+CONFIGS = ["cite_cca", "cite", "embedding_net_cca", "embedding_net", "cca", "deep_cca", "qa_rcnn_staged", "qa_rcnn_npa"]
 COLUMNS = [("mAP_zero_shot", "zero-shot mAP"), ("mAP_few_shot", "few-shot mAP"), ("mAP_common", "common mAP"),
            ("mAP", "mAP (mean of buckets)"), ("loc_acc", "localization acc.")]
 _TIME = re.compile(r"Total inference pure compute time: \S+ \(([0-9.]+) s / iter per device")
@@ -106,6 +110,22 @@ def run_filtering(config, root, top_ns, retrieval, extra):
                      f"recall {m['filter_recall']:.1f} %; +{ms:.0f} ms per image (detector {detector:.0f} ms) "
                      f"+ {sentences:.1f} s once"))
     return rows
+
+
+def read_results(root, config, key):
+    """``results[key]`` of ``<root>/<config>/results.json`` (None when absent)."""
+    with open(os.path.join(root, config, "results.json")) as f:
+        return json.load(f)["results"].get(key)
+
+
+def format_ppa_footer(plain, ppa):
+    """The paper's footer: test instances per bucket, without and with PPA (one run's metrics)."""
+    buckets = ("zero_shot", "few_shot", "common")
+    lines = ["| test instances | zero-shot | few-shot | common | total |", "|---|---|---|---|---|"]
+    for label, m in (("plain", plain), ("PPA-augmented", ppa)):
+        counts = [int(m[f"num_instances_{b}"]) for b in buckets]
+        lines.append(f"| {label} | " + " | ".join(f"{c:,}" for c in counts) + f" | {sum(counts):,} |")
+    return "\n".join(lines)
 
 
 def _cell(value, percent=False):
@@ -210,10 +230,18 @@ def main(argv=None):
     p.add_argument("--filter-opts", nargs="*", default=None,
                    help="KEY VALUE overrides of that config (default, for the default model: on pixels of the main job's CNN)")
     p.add_argument("--filter-top-n", type=int, nargs="+", default=[75, 100], help="sentences retrieved per test image")
+    p.add_argument("--ppa", action="store_true", help="also evaluate with PPA-augmented positives and print that table")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
+    if args.ppa:
+        args.opts = ["TEST.PHRASE_DETECTION.PPA", "True", *args.opts]
     rows, detector = run_all(args.configs, args.output_root, args.resume, args.opts)
     print(format_table([(config, m, f"{seconds / 60:.1f} min") for config, m, seconds in rows]))
+    if args.ppa:
+        ppa = [(config, read_results(args.output_root, config, "phrase_detection_ppa")) for config, _, _ in rows]
+        print("\nWith PPA-augmented positives (paper 003 Table V):")
+        print(format_table([(config, m, "-") for config, m in ppa], "-"))
+        print(format_ppa_footer(rows[0][1], ppa[0][1]))
     if args.cascade_k:
         cascade = run_cascade(args.configs[0], args.output_root, args.cascade_k, args.opts)
         print()

@@ -106,6 +106,8 @@ def add_phrase_detection_config(cfg):
     _C.TEST.PHRASE_DETECTION.MODE = "reference"
     # Write every detection to <OUTPUT_DIR>/inference/<dataset>/phrase_predictions.jsonl.
     _C.TEST.PHRASE_DETECTION.SAVE_PREDICTIONS = True
+    # PPA-augmented evaluation (paper 003 Tables III, V, VI; code: test-time PPA on): also report the metrics on the test ground truth augmented with each phrase's WordNet PPA phrases (results["phrase_detection_ppa"]).
+    _C.TEST.PHRASE_DETECTION.PPA = False
 
     # Phrase filtering (paper 003 Sec. 6.2, Table VI; phrasedet/engine/phrase_filtering.py): an image-sentence
     # retrieval model retrieves each test image's top TOP_N training sentences; a test phrase sharing no token
@@ -126,8 +128,6 @@ def add_phrase_detection_config(cfg):
     _C.PHRASEDET.CCA = CN()
     # A GT phrase instance and its best stage-1 proposal form a CCA pair when their IoU is at least this (paper 003's code: 0.6).
     _C.PHRASEDET.CCA.PAIR_IOU = 0.6
-    # PPA-augmented evaluation (paper 003 Tables III, V, VI; code: test-time PPA on): also report the metrics on the test ground truth augmented with each phrase's WordNet PPA phrases (results["phrase_detection_ppa"]).
-    _C.TEST.PHRASE_DETECTION.PPA = False
     # At most this many pairs per training image (paper 003's code: 10).
     _C.PHRASEDET.CCA.MAX_PAIRS_PER_IMAGE = 10
     # Ridge added to both covariance diagonals (paper 003's code: 1e-4).
@@ -138,6 +138,20 @@ def add_phrase_detection_config(cfg):
     _C.PHRASEDET.CCA.DIMS = [0, 0]
     # Stacked layers the CCA classifier and the cascade shortlist score with: 1 = the paper's linear CCA.
     _C.PHRASEDET.CCA.SCORE_LAYERS = 1
+
+    # Deep CCA (paper 003 Sec. 3.3.3; MODEL.PHRASE_ROI_HEADS.CLASSIFIER "DeepCCAClassifier"): stage 2 trains one
+    # FC layer + sigmoid per view with the correlation loss on the CCA's pairs, then fits linear CCA on its outputs.
+    _C.PHRASEDET.DEEP_CCA = CN()
+    # Output size of each view's FC layer (paper: 1,024); 0 = min(D_r, D_t).
+    _C.PHRASEDET.DEEP_CCA.OUT_DIM = 0
+    # Pairs per Adam step; the full set when larger (paper: 30K at 1,024-d; built-in data: see docs/PHRASE_DETECTION.md).
+    _C.PHRASEDET.DEEP_CCA.BATCH_SIZE = 100000
+    # Adam steps (paper: not stated).
+    _C.PHRASEDET.DEEP_CCA.ITERS = 300
+    # Adam learning rate (paper: not stated).
+    _C.PHRASEDET.DEEP_CCA.LR = 0.001
+    # Ridge on the covariance diagonals of the loss and of the final linear CCA (paper 003's CCA code: 1e-4).
+    _C.PHRASEDET.DEEP_CCA.RIDGE = 0.0001
 
     # Paper 003's staged recipe, run by tools/train_net.py when ENABLED (each stage in a folder of OUTPUT_DIR):
     #   stage1_detector    the phrase-aware detector (RPN, box regression, DETECTOR_CLASSIFIER) with SOLVER.*;
@@ -167,6 +181,28 @@ def add_phrase_detection_config(cfg):
     _C.PHRASEDET.RECIPE.CLASSIFIER_LR = 0.01
     # Stage-3 iterations where the learning rate is multiplied by SOLVER.GAMMA.
     _C.PHRASEDET.RECIPE.CLASSIFIER_STEPS = []
+    # Stage-3 model selection on a validation split (the released CITE code: the model with the best validation
+    # phrase-localization accuracy), with Detectron2's EvalHook and BestCheckpointer; the selected model is tested.
+    _C.PHRASEDET.RECIPE.SELECTION = CN()
+    # The validation split ("" = no selection: the last iteration's model is tested, the fixed schedule).
+    _C.PHRASEDET.RECIPE.SELECTION.DATASET = ""
+    # Evaluate the validation split every PERIOD iterations (and at the end of each stage-3 phase).
+    _C.PHRASEDET.RECIPE.SELECTION.PERIOD = 100
+    # The criterion, a key of the flattened results (the released code: validation localization accuracy).
+    _C.PHRASEDET.RECIPE.SELECTION.METRIC = "phrase_detection/loc_acc"
+    # "max" or "min".
+    _C.PHRASEDET.RECIPE.SELECTION.MODE = "max"
+    # Phrases asked at validation: "image" (each image's own: localization accuracy, fast) or "dataset".
+    _C.PHRASEDET.RECIPE.SELECTION.VOCABULARY = "image"
+    # A second stage-3 phase from the selected model of the first (the released code: SGD at 5e-6 after Adam at
+    # 5e-5), in stage3b_classifier; it keeps the first phase's model unless it beats it on validation.
+    _C.PHRASEDET.RECIPE.SECOND_PHASE = CN()
+    # Its iterations (0 = no second phase).
+    _C.PHRASEDET.RECIPE.SECOND_PHASE.ITERS = 0
+    # Its optimizer: "SGD" (SOLVER.MOMENTUM, no weight decay) or "Adam".
+    _C.PHRASEDET.RECIPE.SECOND_PHASE.OPTIMIZER = "SGD"
+    # Its learning rate (the released code: 5e-6).
+    _C.PHRASEDET.RECIPE.SECOND_PHASE.LR = 5e-6
     # Stage-4 (fine-tune everything) iterations; 0 skips stage 4 (the released code).
     _C.PHRASEDET.RECIPE.FINETUNE_ITERS = 0
     # Stage-4 optimizer: "SGD" or "Adam".

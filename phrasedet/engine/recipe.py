@@ -11,6 +11,12 @@ Each stage works in its own folder of ``OUTPUT_DIR``:
    frozen (its BatchNorm layers too), CCA-initialized when ``RECIPE.CCA_INIT``, trained for
    ``RECIPE.CLASSIFIER_ITERS``. When the stage-1 and final classifiers are the same type, the
    stage-1 classifier goes on training. A classifier with nothing to train (CCA) is saved as is.
+   With ``RECIPE.SELECTION`` (``Base-Recipe.yaml``: the released CITE code's schedule), the
+   validation split is evaluated every ``SELECTION.PERIOD`` iterations and the best model by
+   ``SELECTION.METRIC`` (validation localization accuracy) is kept (``model_best.pth``,
+   ``selection.json``; :mod:`.model_selection`); ``RECIPE.SECOND_PHASE`` then trains on from it
+   in ``stage3b_classifier`` (SGD 5e-6 after Adam 5e-5), keeping it unless it does better on
+   validation; the selected model is the one tested.
 4. ``stage4_finetune``: every layer fine-tuned for ``RECIPE.FINETUNE_ITERS`` (the paper's last
    stage; the released code stops after stage 3), when that is > 0.
 
@@ -19,8 +25,8 @@ with the classifier randomly initialized (same detector, budget and seed; folder
 ``stage3_classifier_random_init`` ...), both are evaluated, and the log and ``results.json`` say
 per bucket whether CCA initialization beat random initialization (``init_comparison.py``).
 
-The last stage evaluates on ``DATASETS.TEST``; the earlier ones do not. The final results and the
-final model's path (and the comparison, when asked) also go to ``<OUTPUT_DIR>/results.json``.
+The last stage's model (the selected one, when stage 3 selects) is tested on ``DATASETS.TEST``;
+the earlier ones are not. The final results and the final model's path (and the comparison, when asked) also go to ``<OUTPUT_DIR>/results.json``.
 Stages run with the shared mechanism of :mod:`.stages` (``--resume`` continues in the interrupted
 stage; a fitted ``cca.npz`` is reused like a finished stage).
 
@@ -30,29 +36,38 @@ CCA (reading the whole training set) while the others wait.
 import json
 import logging
 import os
+from typing import Optional
 
+from detectron2.data import DatasetCatalog
 from detectron2.utils import comm
 
-from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers
+from phrasedet.modeling.classifiers import REGION_CLASSIFIER_REGISTRY
+from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers, training_pairs
+from phrasedet.modeling.deep_cca_fitting import fit_deep_cca_from_pairs, load_deep_cca, save_deep_cca
 
 from .init_comparison import compare_initializations, format_comparison
+from .model_selection import Selection, read_selection
 from .optimizer import OPTIMIZERS
-from .stages import Stage, freeze_all_but, load_weights, run_stage, run_stages, stage_config, stage_solver
+from .stages import Stage, evaluate_weights, freeze_all_but, load_weights, run_stage, run_stages, stage_config, stage_solver
 from .trainer import PhrasedetTrainer
 
 __all__ = [
     "build_recipe_model",
+    "CCALayers",
     "cca_path",
+    "deep_cca_path",
     "detector_stage",
     "fit_or_load_cca",
     "random_init_stages",
     "recipe_stages",
     "run_recipe",
+    "train_and_test",
 ]
 
 logger = logging.getLogger("phrasedet.recipe")
 
 STAGE_DIRS = ("stage1_detector", "stage2_cca", "stage3_classifier", "stage4_finetune")
+STAGE3B_DIR = "stage3b_classifier"  # the second stage-3 phase (RECIPE.SECOND_PHASE)
 RANDOM_INIT_SUFFIX = "_random_init"  # folders of the random-init baseline (RECIPE.COMPARE_RANDOM_INIT)
 
 
@@ -65,9 +80,14 @@ def _check(cfg) -> None:
     for key in ("CLASSIFIER_ITERS", "FINETUNE_ITERS"):
         if r[key] < 0:
             raise ValueError(f"PHRASEDET.RECIPE.{key} must be >= 0, got {r[key]}")
-    if cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER == "CCAClassifier" and (not r.CCA_INIT or r.COMPARE_RANDOM_INIT):
-        raise ValueError("MODEL.PHRASE_ROI_HEADS.CLASSIFIER 'CCAClassifier' needs PHRASEDET.RECIPE.CCA_INIT True and "
+    classifier = cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER
+    if classifier in ("CCAClassifier", "DeepCCAClassifier") and (not r.CCA_INIT or r.COMPARE_RANDOM_INIT):
+        raise ValueError(f"MODEL.PHRASE_ROI_HEADS.CLASSIFIER {classifier!r} needs PHRASEDET.RECIPE.CCA_INIT True and "
                          "COMPARE_RANDOM_INIT False (it is the CCA: it has no random initialization)")
+    d = cfg.PHRASEDET.DEEP_CCA
+    if _needs_deep_cca(cfg) and (d.BATCH_SIZE < 2 or d.ITERS < 0 or d.LR <= 0 or d.RIDGE < 0 or d.OUT_DIM < 0):
+        raise ValueError(f"PHRASEDET.DEEP_CCA needs BATCH_SIZE >= 2, ITERS >= 0, LR > 0, RIDGE >= 0 and OUT_DIM >= 0, got "
+                         f"{d.BATCH_SIZE}, {d.ITERS}, {d.LR}, {d.RIDGE} and {d.OUT_DIM}")
     if r.COMPARE_RANDOM_INIT and not r.CCA_INIT:
         raise ValueError("PHRASEDET.RECIPE.COMPARE_RANDOM_INIT compares CCA with random initialization: it needs CCA_INIT True")
     if r.COMPARE_RANDOM_INIT and not cfg.DATASETS.TEST:
@@ -76,8 +96,49 @@ def _check(cfg) -> None:
         raise FileNotFoundError(f"PHRASEDET.RECIPE.DETECTOR_WEIGHTS: no file {r.DETECTOR_WEIGHTS!r}")
 
 
+def _check_schedule(cfg) -> None:
+    """``RECIPE.SELECTION`` and ``RECIPE.SECOND_PHASE``: errors name the key."""
+    r = cfg.PHRASEDET.RECIPE
+    s, second = r.SELECTION, r.SECOND_PHASE
+    if second.OPTIMIZER not in OPTIMIZERS:
+        raise ValueError(f"PHRASEDET.RECIPE.SECOND_PHASE.OPTIMIZER must be one of {OPTIMIZERS}, got {second.OPTIMIZER!r}")
+    if second.ITERS < 0:
+        raise ValueError(f"PHRASEDET.RECIPE.SECOND_PHASE.ITERS must be >= 0, got {second.ITERS}")
+    if not s.DATASET:
+        return
+    if s.DATASET not in DatasetCatalog.list():
+        raise KeyError(f"PHRASEDET.RECIPE.SELECTION.DATASET: {s.DATASET!r} is not a registered dataset")
+    if s.PERIOD <= 0:
+        raise ValueError(f"PHRASEDET.RECIPE.SELECTION.PERIOD must be > 0, got {s.PERIOD}")
+    if s.MODE not in ("max", "min"):
+        raise ValueError(f"PHRASEDET.RECIPE.SELECTION.MODE must be 'max' or 'min', got {s.MODE!r}")
+    if s.VOCABULARY not in ("image", "dataset"):
+        raise ValueError(f"PHRASEDET.RECIPE.SELECTION.VOCABULARY must be 'image' or 'dataset', got {s.VOCABULARY!r}")
+    if s.DATASET in cfg.DATASETS.TEST:
+        logger.warning("PHRASEDET.RECIPE.SELECTION.DATASET %s is also a test split: the model is selected on the data it "
+                       "is tested on", s.DATASET)
+
+
 def _needs_cca(cfg) -> bool:
     return cfg.PHRASEDET.RECIPE.CCA_INIT or cfg.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK > 0
+
+
+def _needs_deep_cca(cfg) -> bool:
+    return cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER == "DeepCCAClassifier"
+
+
+def deep_cca_path(cfg) -> str:
+    """Where stage 2 writes the Deep CCA (``DeepCCAClassifier`` only): ``<OUTPUT_DIR>/stage2_cca/deep_cca.npz``."""
+    return os.path.join(cfg.OUTPUT_DIR, STAGE_DIRS[1], "deep_cca.npz")
+
+
+class CCALayers(list):
+    """Stage 2's stacked CCA layers (a list of ``CCAProjection``), with the Deep CCA (a
+    ``DeepCCAProjector``) as ``deep_cca`` when the classifier is ``DeepCCAClassifier``, else None."""
+
+    def __init__(self, layers, deep_cca=None):
+        super().__init__(layers)
+        self.deep_cca = deep_cca
 
 
 def cca_path(cfg) -> str:
@@ -91,35 +152,99 @@ def detector_stage(cfg) -> Stage:
     c.defrost()
     c.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = cfg.PHRASEDET.RECIPE.DETECTOR_CLASSIFIER
     c.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK = 0
+    c.MODEL.PHRASE_ROI_HEADS.NPA.ENABLED = False  # NPA trains the stage-3 classifier only
     c.MODEL.WEIGHTS = cfg.MODEL.WEIGHTS  # e.g. an ImageNet or COCO backbone
     c.freeze()
     return Stage(STAGE_DIRS[0], c)  # SGD: Detectron2's SOLVER.WEIGHT_DECAY
 
 
+def _selection(cfg) -> Optional[Selection]:
+    """``RECIPE.SELECTION`` as a :class:`Selection`, or None when off (no DATASET) or when the
+    classifier has nothing to train (``trainable = False``: CCA)."""
+    s = cfg.PHRASEDET.RECIPE.SELECTION
+    if not s.DATASET or not _trainable(cfg):
+        return None
+    return Selection(s.DATASET, s.PERIOD, s.METRIC, s.MODE)
+
+
+def _trainable(cfg) -> bool:
+    return getattr(REGION_CLASSIFIER_REGISTRY.get(cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER), "trainable", True)
+
+
+def _validation_config(cfg):
+    """``cfg`` evaluating as the validation of a selecting stage does: ``SELECTION.VOCABULARY``, no
+    predictions file, no phrase filter or PPA (the criterion is the plain one)."""
+    c = cfg.clone()
+    c.defrost()
+    c.TEST.PHRASE_DETECTION.VOCABULARY = cfg.PHRASEDET.RECIPE.SELECTION.VOCABULARY
+    c.TEST.PHRASE_DETECTION.SAVE_PREDICTIONS = False
+    c.TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS = c.TEST.PHRASE_FILTER.FILE = ""
+    c.TEST.PHRASE_DETECTION.PPA = False
+    c.freeze()
+    return c
+
+
 def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
-    """Stages 3 and (when ``FINETUNE_ITERS`` > 0) 4, given the stage-1 weights and the CCA, in the
-    folders ``stage3_classifier<suffix>`` and ``stage4_finetune<suffix>``."""
+    """Stage 3 (``stage3_classifier<suffix>``, then ``stage3b_classifier<suffix>`` when
+    ``SECOND_PHASE.ITERS`` > 0) and stage 4 (``stage4_finetune<suffix>``, when ``FINETUNE_ITERS``
+    > 0), given the stage-1 weights and the CCA. With ``RECIPE.SELECTION``, the stage-3 phases
+    select on the validation split and hand on their best model (:func:`train_and_test` tests it)."""
     r = cfg.PHRASEDET.RECIPE
     finetune = r.FINETUNE_ITERS > 0
+    selection = _selection(cfg)
+    second = r.SECOND_PHASE.ITERS > 0 and _trainable(cfg)
     same_classifier = r.DETECTOR_CLASSIFIER == cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER
     drop = () if same_classifier else ("roi_heads.classifier.",)
+    train_cfg = _validation_config(cfg) if selection else cfg
+    evaluate = not finetune and selection is None  # the last stage-3 phase tests its model when it selects none
 
     def prepare_classifier(model):
         load_weights(model, detector_weights, drop=drop, may_miss=drop + ("roi_heads.shortlist.",))
         _apply_cca(cfg, model, cca_layers)
         freeze_all_but(model, model.roi_heads.classifier)
 
-    c3 = stage_config(cfg, STAGE_DIRS[2] + suffix, not finetune, **stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
+    c3 = stage_config(train_cfg, STAGE_DIRS[2] + suffix, evaluate and not second, selection,
+                      **stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
     # Adam as the CITE code, without weight decay (its regularizers are in the losses)
-    stages = [Stage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier, weight_decay=0.0)]
+    stages = [Stage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier, weight_decay=0.0, selection=selection)]
+    if second:
+        first = stages[0]
+
+        def prepare_second(model):
+            _apply_cca(cfg, model, cca_layers)  # shapes the CCA layers; the weights come from the first phase
+            load_weights(model, first.selected_weights)
+            freeze_all_but(model, model.roi_heads.classifier)
+
+        c3b = stage_config(train_cfg, STAGE3B_DIR + suffix, evaluate, selection, **stage_solver(r.SECOND_PHASE.ITERS, r.SECOND_PHASE.LR, [], cfg))
+        stages.append(Stage(STAGE3B_DIR + suffix, c3b, r.SECOND_PHASE.OPTIMIZER, prepare_second, weight_decay=0.0, selection=selection,
+                            best_to_beat=(lambda: read_selection(first.cfg.OUTPUT_DIR)) if selection else None))
     if finetune:
+        classifier_stage = stages[-1]
+
         def prepare_finetune(model):
             _apply_cca(cfg, model, cca_layers)
-            load_weights(model, stages[0].final_weights)
+            load_weights(model, classifier_stage.selected_weights)
 
         c4 = stage_config(cfg, STAGE_DIRS[3] + suffix, True, **stage_solver(r.FINETUNE_ITERS, r.FINETUNE_LR, r.FINETUNE_STEPS, cfg))
         stages.append(Stage(STAGE_DIRS[3] + suffix, c4, r.FINETUNE_OPTIMIZER, prepare_finetune, weight_decay=0.0))
     return stages
+
+
+def train_and_test(cfg, stages, resume: bool):
+    """Run ``stages`` (:func:`recipe_stages`) and test the model they end with on ``DATASETS.TEST``.
+    Returns (model, results, path of the tested weights). A last stage that selects on validation
+    is tested after training, from its selected weights, with outputs in its folder."""
+    last = stages[-1]
+    if last.selection is None:
+        model, results = run_stages(stages, resume)
+        return model, results, last.final_weights
+    run_stages(stages, resume, evaluate_last=False)
+    weights = last.selected_weights
+    record = read_selection(last.cfg.OUTPUT_DIR)
+    logger.info("Stage 3 selected %s (%s = %.4f on %s at iteration %d of %s)", weights, record["metric"], record["value"],
+                last.selection.dataset, record["iteration"], record["stage"])
+    model, results = evaluate_weights(stages[0], weights, stage_config(cfg, os.path.basename(last.cfg.OUTPUT_DIR), True))
+    return model, results, weights
 
 
 def random_init_stages(cfg, detector_weights: str, cca_layers):
@@ -138,7 +263,11 @@ def _apply_cca(cfg, model, cca_layers) -> None:
     heads, n = model.roi_heads, cfg.PHRASEDET.CCA.SCORE_LAYERS
     if cfg.PHRASEDET.RECIPE.CCA_INIT:
         clf = heads.classifier
-        if hasattr(clf, "init_from_cca"):
+        if hasattr(clf, "load_deep_cca"):
+            if getattr(cca_layers, "deep_cca", None) is None:
+                raise ValueError(f"{type(clf).__name__} needs stage 2's Deep CCA ({deep_cca_path(cfg)})")
+            clf.load_deep_cca(cca_layers.deep_cca)
+        elif hasattr(clf, "init_from_cca"):
             clf.init_from_cca(cca_layers[:2])
         elif hasattr(clf, "load_projection"):
             clf.load_projection(cca_layers[:n])
@@ -152,7 +281,6 @@ def build_recipe_model(cfg):
     """The final model of a recipe config, shaped to load its checkpoints (``--eval-only``): the
     classifier's CCA-initialized layers and the cascade's shortlist are sized from the recipe's
     ``stage2_cca/cca.npz``: ``OUTPUT_DIR``'s, else that of the recipe ``MODEL.WEIGHTS`` comes from
-    c.MODEL.PHRASE_ROI_HEADS.NPA.ENABLED = False  # NPA trains the stage-3 classifier only
     (``<recipe>/stage3_classifier/model_final.pth`` -> ``<recipe>/stage2_cca/cca.npz``)."""
     model = PhrasedetTrainer.build_model(cfg)
     if _needs_cca(cfg):
@@ -164,26 +292,37 @@ def build_recipe_model(cfg):
         if path is None:
             raise FileNotFoundError(f"{' or '.join(candidates)}: the recipe's CCA is needed to shape the model (set OUTPUT_DIR "
                                     "to the recipe's folder, or MODEL.WEIGHTS to a checkpoint of one of its stages)")
-        _apply_cca(cfg, model, load_cca_layers(path))
+        deep = load_deep_cca(os.path.join(os.path.dirname(path), os.path.basename(deep_cca_path(cfg)))) if _needs_deep_cca(cfg) else None
+        _apply_cca(cfg, model, CCALayers(load_cca_layers(path), deep))
     return model
 
 
 # ---------------------------------------------------------------- running
-def fit_or_load_cca(cfg, detector_weights: str, resume: bool):
+def fit_or_load_cca(cfg, detector_weights: str, resume: bool) -> CCALayers:
     """Stage 2: the stacked CCA of the stage-1 detector (fitted by the main process, saved as
-    ``cca.npz``; loaded instead when resuming and the file exists)."""
-    path = cca_path(cfg)
-    if resume and os.path.isfile(path):
+    ``cca.npz``; loaded instead when resuming and the file exists), and for ``DeepCCAClassifier``
+    the Deep CCA on the same pairs (``deep_cca.npz``, likewise)."""
+    path, deep_path = cca_path(cfg), deep_cca_path(cfg)
+    fit_linear = not (resume and os.path.isfile(path))
+    fit_deep = _needs_deep_cca(cfg) and not (resume and os.path.isfile(deep_path))
+    if not fit_linear:
         logger.info("Stage %s: using the CCA fitted before (%s)", STAGE_DIRS[1], path)
-    else:
+    if _needs_deep_cca(cfg) and not fit_deep:
+        logger.info("Stage %s: using the Deep CCA fitted before (%s)", STAGE_DIRS[1], deep_path)
+    if fit_linear or fit_deep:
         if comm.is_main_process():
             model = PhrasedetTrainer.build_model(detector_stage(cfg).cfg)
             load_weights(model, detector_weights)
-            layers = fit_cca_from_detector(cfg, model)
-            save_cca_layers(path, layers)
-            logger.info("Stage %s: saved %d CCA layers to %s", STAGE_DIRS[1], len(layers), path)
+            pairs = training_pairs(cfg, model)  # collected once, for both
+            if fit_linear:
+                layers = fit_cca_from_detector(cfg, model, pairs)
+                save_cca_layers(path, layers)
+                logger.info("Stage %s: saved %d CCA layers to %s", STAGE_DIRS[1], len(layers), path)
+            if fit_deep:
+                save_deep_cca(deep_path, fit_deep_cca_from_pairs(cfg, *pairs))
+                logger.info("Stage %s: saved the Deep CCA to %s", STAGE_DIRS[1], deep_path)
         comm.synchronize()
-    return load_cca_layers(path)
+    return CCALayers(load_cca_layers(path), load_deep_cca(deep_path) if _needs_deep_cca(cfg) else None)
 
 
 def _first_dataset(cfg, results) -> dict:
@@ -204,6 +343,7 @@ def _compare_with_random_init(cfg, results, random_results) -> dict:
 def run_recipe(cfg, resume: bool = False):
     """Run every stage of the recipe (see the module docstring). Returns (final model, results)."""
     _check(cfg)
+    _check_schedule(cfg)
     r = cfg.PHRASEDET.RECIPE
     detector_weights = r.DETECTOR_WEIGHTS
     if detector_weights:
@@ -214,16 +354,16 @@ def run_recipe(cfg, resume: bool = False):
         detector_weights = stage1.final_weights
     cca_layers = fit_or_load_cca(cfg, detector_weights, resume) if _needs_cca(cfg) else None
     stages = recipe_stages(cfg, detector_weights, cca_layers)
-    model, results = run_stages(stages, resume)
-    summary = {"final_model": stages[-1].final_weights, "results": results}
+    model, results, final_model = train_and_test(cfg, stages, resume)
+    summary = {"final_model": final_model, "results": results}
     if r.COMPARE_RANDOM_INIT:
         baseline = random_init_stages(cfg, detector_weights, cca_layers)
-        _, random_results = run_stages(baseline, resume)
-        summary["random_init"] = {"final_model": baseline[-1].final_weights, "results": random_results}
+        _, random_results, random_model = train_and_test(cfg, baseline, resume)
+        summary["random_init"] = {"final_model": random_model, "results": random_results}
         if comm.is_main_process():
             summary["comparison"] = _compare_with_random_init(cfg, results, random_results)
     if comm.is_main_process() and results:
         with open(os.path.join(cfg.OUTPUT_DIR, "results.json"), "w") as f:
             json.dump(summary, f, indent=1)
-    logger.info("Recipe finished: final model %s; results in %s", stages[-1].final_weights, os.path.join(cfg.OUTPUT_DIR, "results.json"))
+    logger.info("Recipe finished: final model %s; results in %s", final_model, os.path.join(cfg.OUTPUT_DIR, "results.json"))
     return model, results

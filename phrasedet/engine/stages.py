@@ -5,6 +5,11 @@ folder of the run's ``OUTPUT_DIR`` (:func:`stage_config`), an optimizer, and a `
 step run after the model is built and before the optimizer sees it (load the previous stage's
 weights, freeze parts). :func:`run_stages` runs them in order; the last one evaluates.
 
+A stage with a :class:`~.model_selection.Selection` evaluates a validation split periodically
+and keeps its best model (``model_best.pth``, recorded in ``selection.json``; it may start from the
+best of an earlier stage): :attr:`Stage.selected_weights` is then the model the next stage or the
+test starts from, and :func:`evaluate_weights` tests it.
+
 ``--resume`` semantics (the same for every recipe): a stage whose ``model_final.pth`` exists is
 not run again, the interrupted stage continues from its last checkpoint, and the last stage, when
 finished, only evaluates (as Detectron2's ``--resume`` does). Without ``--resume`` every stage
@@ -20,15 +25,18 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from detectron2.checkpoint import DetectionCheckpointer
+from detectron2.engine.hooks import EvalHook
 from detectron2.utils import comm
 from detectron2.utils.env import seed_all_rng
 from torch import nn
 
+from .model_selection import RecordedBestCheckpointer, Selection, read_selection
 from .model_surgery import freeze_all_but, load_weights
 from .optimizer import build_optimizer
 from .trainer import PhrasedetTrainer
 
-__all__ = ["Stage", "freeze_all_but", "load_weights", "run_stage", "run_stages", "stage_config", "stage_solver"]
+__all__ = ["Selection", "Stage", "evaluate_weights", "freeze_all_but", "load_weights", "run_stage", "run_stages",
+           "stage_config", "stage_solver"]
 
 logger = logging.getLogger("phrasedet.stages")
 
@@ -43,6 +51,10 @@ class Stage:
         optimizer: ``"SGD"`` or ``"Adam"`` (:func:`.optimizer.build_optimizer`).
         prepare: ``prepare(model)``, run after building the model and before the optimizer.
         weight_decay: the optimizer's weight decay; ``None`` = ``SOLVER.WEIGHT_DECAY``.
+        selection: keep the best model on a validation split (``cfg.DATASETS.TEST`` must be that
+            split and ``cfg.TEST.EVAL_PERIOD`` the selection's period: :func:`stage_config`).
+        best_to_beat: with ``selection``, a callable returning the record of the best model so far
+            of an earlier stage (:func:`~.model_selection.read_selection`), or None.
     """
 
     name: str
@@ -50,22 +62,41 @@ class Stage:
     optimizer: str = "SGD"
     prepare: Optional[Callable[[nn.Module], None]] = None
     weight_decay: Optional[float] = None
+    selection: Optional[Selection] = None
+    best_to_beat: Optional[Callable[[], Optional[dict]]] = None
 
     @property
     def final_weights(self) -> str:
+        """The last iteration's model (its existence marks the stage finished)."""
         return os.path.join(self.cfg.OUTPUT_DIR, "model_final.pth")
 
+    @property
+    def selected_weights(self) -> str:
+        """The model this stage hands on: the selected one (maybe an earlier stage's) when it selects,
+        else :attr:`final_weights`."""
+        if self.selection is None:
+            return self.final_weights
+        record = read_selection(self.cfg.OUTPUT_DIR)
+        if record is None:
+            raise FileNotFoundError(f"{os.path.join(self.cfg.OUTPUT_DIR, 'selection.json')}: stage {self.name} selected no "
+                                    f"model (was it trained? did its validation on {self.selection.dataset} give {self.selection.metric}?)")
+        return record["weights"]
 
-def stage_config(cfg, folder: str, evaluate: bool, **solver):
+
+def stage_config(cfg, folder: str, evaluate: bool, selection: Optional[Selection] = None, **solver):
     """A frozen copy of ``cfg`` for a stage: ``OUTPUT_DIR/<folder>``, no ``MODEL.WEIGHTS`` (stages
     load their inputs in ``prepare``), no test splits unless ``evaluate``, ``SOLVER.<key>`` set
-    from ``solver``."""
+    from ``solver``. With a ``selection``, the only split evaluated is its validation split, every
+    ``selection.period`` iterations."""
     c = cfg.clone()
     c.defrost()
     c.OUTPUT_DIR = os.path.join(cfg.OUTPUT_DIR, folder)
     c.MODEL.WEIGHTS = ""
     if not evaluate:
         c.DATASETS.TEST = ()
+    if selection is not None:
+        c.DATASETS.TEST = (selection.dataset,)
+        c.TEST.EVAL_PERIOD = selection.period
     for key, value in solver.items():
         c.SOLVER[key] = value
     c.freeze()
@@ -97,6 +128,18 @@ def _trainer_class(stage: Stage):
         def build_optimizer(cls, cfg, model):
             return build_optimizer(cfg, model, stage.optimizer, weight_decay=stage.weight_decay)
 
+        def build_hooks(self):
+            hooks = super().build_hooks()
+            if stage.selection is not None:  # Detectron2's BestCheckpointer runs right after the EvalHook it reads
+                at = next(i for i, h in enumerate(hooks) if isinstance(h, EvalHook)) + 1
+                hooks.insert(at, RecordedBestCheckpointer(stage.selection, self.checkpointer, stage.cfg.OUTPUT_DIR, stage.name,
+                                                          self._best_to_beat))
+            return hooks
+
+        def _best_to_beat(self):
+            own = read_selection(stage.cfg.OUTPUT_DIR) if self.start_iter > 0 else None  # resumed: the best before
+            return own or (stage.best_to_beat() if stage.best_to_beat is not None else None)
+
     StageTrainer.__name__ = f"{stage.name}_trainer"
     return StageTrainer
 
@@ -125,9 +168,21 @@ def run_stage(stage: Stage, resume: bool, final: bool):
     return getattr(trainer.model, "module", trainer.model), getattr(trainer, "_last_eval_results", None)
 
 
-def run_stages(stages, resume: bool):
-    """Run ``stages`` in order; the last one evaluates. Returns (its model, its results)."""
+def run_stages(stages, resume: bool, evaluate_last: bool = True):
+    """Run ``stages`` in order; the last one evaluates unless ``evaluate_last`` is False.
+    Returns (its model, its results)."""
     model, results = None, None
     for i, stage in enumerate(stages):
-        model, results = run_stage(stage, resume, final=i == len(stages) - 1)
+        model, results = run_stage(stage, resume, final=evaluate_last and i == len(stages) - 1)
     return model, results
+
+
+def evaluate_weights(stage: Stage, weights: str, cfg):
+    """Test ``weights`` on ``cfg.DATASETS.TEST`` (outputs in ``cfg.OUTPUT_DIR``): the model is built
+    as ``stage`` builds it (its ``prepare``, e.g. CCA-shaped layers), then loaded from ``weights``.
+    Returns (model, results)."""
+    trainer_cls = _trainer_class(stage)
+    model = trainer_cls.build_model(cfg)
+    load_weights(model, weights)
+    logger.info("Testing %s on %s", weights, ", ".join(cfg.DATASETS.TEST))
+    return model, trainer_cls.test(cfg, model)

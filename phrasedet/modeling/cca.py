@@ -22,7 +22,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
-__all__ = ["CCAProjection", "PhraseGroupedMoments", "fit_cca"]
+__all__ = ["CCAProjection", "PhraseGroupedMoments", "fit_cca", "fit_cca_paired"]
 
 
 class PhraseGroupedMoments:
@@ -169,3 +169,12 @@ def fit_cca(moments: PhraseGroupedMoments, phrase_table, dim: int | None = None,
     u, d, vt = np.linalg.svd(w2.right(w1.left(s12)), full_matrices=False)
     k = min(len(d), dim or len(d))
     return CCAProjection(mean_x, mean_y, w1.transposed_left(u[:, :k]), w2.transposed_left(vt[:k].T), d[:k], d[:k] ** power)
+
+
+def fit_cca_paired(x, y, dim: int | None = None, ridge: float = 1e-4, power: float = 1.0) -> CCAProjection:
+    """:func:`fit_cca` of paired rows ``x`` [N, D_x], ``y`` [N, D_y] (row i of each is pair i; every
+    pair its own "phrase"), e.g. Deep CCA's outputs. Holds an [N, D_x] float64 table of region sums."""
+    y = np.asarray(y)
+    moments = PhraseGroupedMoments(np.shape(x)[1], len(y))
+    moments.add(x, np.arange(len(y)))
+    return fit_cca(moments, y, dim, ridge, power)

@@ -29,6 +29,7 @@ __all__ = [
     "load_cca_layers",
     "replayable",
     "save_cca_layers",
+    "training_pairs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -141,12 +142,14 @@ def cca_layer_dims(dims, region_dim: int, phrase_dim: int):
     return out
 
 
-def fit_cca_from_detector(cfg, model):
-    """Stacked CCA of ``cfg.PHRASEDET.CCA`` fitted on the pairs ``model`` (a trained
-    :class:`PhraseRCNN`) finds over every image of ``cfg.DATASETS.TRAIN``.
+def training_pairs(cfg, model):
+    """The positive pairs ``model`` (a trained :class:`PhraseRCNN`) finds over every image of
+    ``cfg.DATASETS.TRAIN`` (``cfg.PHRASEDET.CCA.PAIR_IOU``, ``MAX_PAIRS_PER_IMAGE``).
 
     The whole training set is read in this process (not sharded across processes), once if the
-    pairs fit in 2 GB, else once per layer. Returns the list of :class:`CCAProjection`.
+    pairs fit in 2 GB, else once per pass. Returns ``(pair_batches, phrase_table)``: a callable
+    giving a fresh iterator of ``(regions [N, D_r], phrase_ids [N])`` (:func:`replayable`), and the
+    phrase features [V, D_t] that ``phrase_ids`` index.
     """
     c = cfg.PHRASEDET.CCA
     phrases = training_vocabulary(cfg.DATASETS.TRAIN).phrases()
@@ -160,8 +163,22 @@ def fit_cca_from_detector(cfg, model):
             loader = build_detection_test_loader(dicts, mapper=mapper, sampler=SequentialSampler(dicts), num_workers=cfg.DATALOADER.NUM_WORKERS)
             yield from collect_positive_pairs(model, loader, index, c.PAIR_IOU, c.MAX_PAIRS_PER_IMAGE)
 
+    return replayable(batches), table
+
+
+def fit_cca_from_detector(cfg, model, pairs=None):
+    """Stacked CCA of ``cfg.PHRASEDET.CCA`` fitted on the pairs ``model`` (a trained
+    :class:`PhraseRCNN`) finds over every image of ``cfg.DATASETS.TRAIN``.
+
+    Args:
+        pairs: :func:`training_pairs`'s result, when collected already (e.g. for Deep CCA too).
+
+    Returns the list of :class:`CCAProjection`.
+    """
+    c = cfg.PHRASEDET.CCA
+    pair_batches, table = pairs or training_pairs(cfg, model)
     dims = cca_layer_dims(c.DIMS, model.roi_heads.region_features.output_dim, table.shape[1])
-    return fit_stacked_cca(replayable(batches), table, dims, c.RIDGE, c.POWER)
+    return fit_stacked_cca(pair_batches, table, dims, c.RIDGE, c.POWER)
 
 
 def save_cca_layers(path: str, layers) -> None:

@@ -4,3 +4,4 @@ from .qa_rcnn import QARCNNClassifier
 from .cca import CCAClassifier
 from .embedding_net import EmbeddingNetClassifier
 from .cite import CITEClassifier
+from .deep_cca import DeepCCAClassifier

@@ -22,6 +22,8 @@ class CCAClassifier(nn.Module):
     saved and loaded with the model; forward raises until one is loaded. ``losses`` is always {}.
     """
 
+    trainable = False  # nothing to learn by gradient: the staged recipe neither trains nor selects it
+
     def __init__(self, cfg, region_dim: int, phrase_dim: int):
         super().__init__()
         self.region_dim, self.phrase_dim = region_dim, phrase_dim

@@ -1,0 +1,248 @@
+"""Deep CCA (paper 003 Sec. 3.3.3): the correlation loss, its training, the classifier, its file and
+the recipe's checks."""
+import numpy as np
+import pytest
+import torch
+from detectron2.config import get_cfg
+
+from phrasedet.config import add_phrasedet_config
+from phrasedet.engine.recipe import CCALayers, _apply_cca, _check
+from phrasedet.fileio import BadFileError
+from phrasedet.modeling.cca import CCAProjection, fit_cca_paired
+from phrasedet.modeling.classifiers import DeepCCAClassifier, build_region_classifier
+from phrasedet.modeling.deep_cca import DeepCCAProjector, cca_correlation_loss, paired_correlations, train_deep_cca
+from phrasedet.modeling.deep_cca_fitting import load_deep_cca, save_deep_cca
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny matrices: one thread (OpenMP threads on a busy machine make them ~100x slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _cfg(**deep):
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    for key, value in deep.items():
+        cfg.PHRASEDET.DEEP_CCA[key] = value
+    return cfg
+
+
+# ---------------------------------------------------------------- the loss
+def test_loss_of_one_dimensional_views_is_minus_the_absolute_pearson_correlation():
+    # x = (1, 2, 3, 4), y = (1, 3, 2, 4): centered (-1.5, -.5, .5, 1.5) and (-1.5, .5, -.5, 1.5);
+    # sum xy = 2.25 - .25 - .25 + 2.25 = 4, sum x^2 = sum y^2 = 5: without ridge rho = 4 / 5
+    x = torch.tensor([[1.0], [2.0], [3.0], [4.0]], dtype=torch.float64)
+    y = torch.tensor([[1.0], [3.0], [2.0], [4.0]], dtype=torch.float64)
+    assert cca_correlation_loss(x, y, ridge=0.0).item() == pytest.approx(-0.8)
+    assert cca_correlation_loss(x, -y, ridge=0.0).item() == pytest.approx(-0.8)  # a canonical correlation is >= 0
+    # ridge r on both variances (5 / 3 each, covariance 4 / 3): rho = (4/3) / (5/3 + r)
+    assert cca_correlation_loss(x, y, ridge=0.5).item() == pytest.approx(-(4 / 3) / (5 / 3 + 0.5))
+
+
+def _numpy_canonical_correlations(x, y, ridge):
+    """The released code's linear_cca: singular values of S11^-1/2 S12 S22^-1/2 (eigh inverse roots)."""
+    x, y = x - x.mean(0), y - y.mean(0)
+    n = len(x)
+    s11 = x.T @ x / (n - 1) + ridge * np.eye(x.shape[1])
+    s22 = y.T @ y / (n - 1) + ridge * np.eye(y.shape[1])
+
+    def inv_sqrt(s):
+        w, v = np.linalg.eigh(s)
+        return (v / np.sqrt(w)) @ v.T
+
+    return np.linalg.svd(inv_sqrt(s11) @ (x.T @ y / (n - 1)) @ inv_sqrt(s22), compute_uv=False)
+
+
+@pytest.mark.parametrize("dims", [(2, 3), (4, 2)])
+def test_loss_is_minus_the_sum_of_the_top_k_singular_values_of_t(dims):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((12, dims[0]))
+    y = rng.standard_normal((12, dims[1]))
+    y[:, 0] += x[:, 0]
+    rho = _numpy_canonical_correlations(x, y, 1e-3)
+    tx, ty = torch.tensor(x), torch.tensor(y)
+    assert cca_correlation_loss(tx, ty, 1e-3).item() == pytest.approx(-rho.sum(), rel=1e-10)
+    assert cca_correlation_loss(tx, ty, 1e-3, k=1).item() == pytest.approx(-rho[0], rel=1e-10)
+    assert cca_correlation_loss(tx.float(), ty.float(), 1e-3).dtype == torch.float32
+
+
+def test_loss_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    x = torch.tensor(rng.standard_normal((6, 3)), requires_grad=True)
+    y = torch.tensor(rng.standard_normal((6, 2)), requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: cca_correlation_loss(a, b, 0.1), (x, y))
+    assert torch.autograd.gradcheck(lambda a, b: cca_correlation_loss(a, b, 0.1, k=1), (x, y))
+
+
+def test_gradient_stays_finite_with_fewer_pairs_than_dimensions():
+    # 4 pairs of 10-d and 8-d views: 3 correlations of ~1, repeated ridge-floor eigenvalues in S11, S22
+    torch.manual_seed(0)
+    x = torch.randn(4, 10, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(4, 8, dtype=torch.float64, requires_grad=True)
+    loss = cca_correlation_loss(x, y, 1e-4)
+    loss.backward()
+    assert loss.item() == pytest.approx(-3.0, abs=1e-3)
+    assert torch.isfinite(x.grad).all() and torch.isfinite(y.grad).all()
+
+
+def test_unpaired_rows_are_refused():
+    with pytest.raises(ValueError, match=r"paired rows .* got \(3, 2\) and \(4, 2\)"):
+        cca_correlation_loss(torch.zeros(3, 2), torch.zeros(4, 2))
+
+
+# ---------------------------------------------------------------- training
+def _planted(n, seed):
+    """y's first column is z^2 (plus noise) for x's first column z ~ U(-2, 2): canonical
+    correlation 0 for linear CCA (z and z^2 are uncorrelated), ~1 through a nonlinearity."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(-2, 2, n)
+    x = np.column_stack([z, rng.standard_normal((n, 2))])
+    y = np.column_stack([z ** 2 + 0.1 * rng.standard_normal(n), rng.standard_normal(n)])
+    return x, y
+
+
+def test_training_recovers_a_planted_nonlinear_correlation_that_linear_cca_misses():
+    x, y = _planted(1000, 0)
+    x_test, y_test = _planted(500, 1)
+    linear = fit_cca_paired(x, y, 1)
+    linear_rho = paired_correlations(linear.project_regions(x_test), linear.project_phrases(y_test))
+    deep = train_deep_cca(x, y, out_dim=6, batch_size=10 ** 6, iters=120, lr=0.05, ridge=1e-4, seed=0, cca_dim=1)
+    deep_rho = paired_correlations(deep.project_regions(x_test), deep.project_phrases(y_test))
+    assert abs(linear_rho[0]) < 0.2
+    assert deep_rho[0] > 0.9  # held-out pairs
+    assert deep.region_weight.shape == (6, 3) and deep.phrase_weight.shape == (6, 2) and deep.cca.A.shape == (6, 1)
+    again = train_deep_cca(x, y, out_dim=6, batch_size=10 ** 6, iters=120, lr=0.05, ridge=1e-4, seed=0, cca_dim=1)
+    np.testing.assert_array_equal(again.region_weight, deep.region_weight)  # seeded
+
+
+def test_minibatches_and_bad_settings():
+    x, y = _planted(200, 0)
+    p = train_deep_cca(x, y, out_dim=4, batch_size=32, iters=20, lr=0.01, seed=1)
+    assert p.cca.A.shape == (4, 4) and np.isfinite(p.cca.correlations).all()
+    with pytest.raises(ValueError, match="batch size must be >= 2"):
+        train_deep_cca(x, y, 4, 1, 5, 0.01)
+    with pytest.raises(ValueError, match="paired rows"):
+        train_deep_cca(x, y[:10], 4, 8, 5, 0.01)
+    x[3, 1] = np.nan
+    with pytest.raises(ValueError, match="regions hold values that are not finite"):
+        train_deep_cca(x, y, 4, 32, 5, 0.01)
+    with pytest.raises(ValueError, match="a covariance is not positive definite"):
+        cca_correlation_loss(torch.tensor(x), torch.tensor(y))
+
+
+# ---------------------------------------------------------------- the classifier and its file
+def _projector(d_r=3, d_t=2, e=2, k=2, seed=0):
+    rng = np.random.default_rng(seed)
+    f = rng.standard_normal
+    cca = CCAProjection(f(e), f(e), f((e, k)), f((e, k)), np.linspace(0.9, 0.5, k), np.linspace(0.9, 0.5, k))
+    return DeepCCAProjector(f(d_r), np.abs(f(d_r)) + 0.5, f((e, d_r)), f(e), f(d_t), np.abs(f(d_t)) + 0.5, f((e, d_t)), f(e), cca)
+
+
+def test_classifier_scores_by_the_cosine_of_the_projected_layers():
+    cfg = _cfg(OUT_DIM=2)
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "DeepCCAClassifier"
+    clf = build_region_classifier(cfg, 3, 2)
+    assert isinstance(clf, DeepCCAClassifier) and not list(clf.parameters())  # nothing to train in stage 3
+    assert DeepCCAClassifier.trainable is False  # the recipe neither trains nor selects it
+    with pytest.raises(RuntimeError, match="Deep CCA not fitted"):
+        clf(torch.zeros(1, 3), torch.zeros(1, 2))
+    # hand case: identity-like layers (weight I-ish), so the region side's outputs are sigmoid(x)
+    one = CCAProjection(np.zeros(2), np.zeros(2), np.eye(2), np.array([[0.0, 1.0], [1.0, 0.0]]), np.ones(2), np.array([1.0, 2.0]))
+    p = DeepCCAProjector(np.zeros(3), np.ones(3), np.array([[1.0, 0, 0], [0, 1.0, 0]]), np.zeros(2),
+                         np.zeros(2), np.full(2, 2.0), np.eye(2), np.zeros(2), one)
+    clf.load_deep_cca(p)
+    regions = torch.tensor([[0.0, 0.0, 5.0], [np.log(3.0), 0.0, 0.0]], dtype=torch.float32)  # sigmoid: (.5, .5), (.75, .5)
+    phrases = torch.tensor([[0.0, 2 * np.log(3.0)]], dtype=torch.float32)  # standardized (0, log 3), sigmoid (.5, .75), swapped (.75, .5)
+    logits, losses = clf(regions, phrases)
+    # region codes (.5, .5) * (1, 2) = (.5, 1) and (.75, 1); phrase code (.75, .5) * (1, 2) = (.75, 1)
+    def cos(a, b):
+        return np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b)
+    expected = [[cos([0.75, 1.0], [0.5, 1.0]), cos([0.75, 1.0], [0.75, 1.0])]]
+    np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-5)
+    assert losses == {}
+    np.testing.assert_allclose(clf.score_encoded(regions, clf.encode_phrases(phrases), torch.tensor([[1]])).numpy(), [[1.0]], rtol=1e-5)
+
+
+def test_classifier_agrees_with_the_projector_and_round_trips_a_state_dict():
+    p = _projector(d_r=3, d_t=2, e=4, k=3)
+    clf = DeepCCAClassifier(_cfg(), 3, 2)  # OUT_DIM 0 = min(3, 2) = 2: the checkpoint's 4 wins
+    clf.load_deep_cca(p)
+    regions, phrases = torch.randn(5, 3), torch.randn(2, 2)
+    r, t = p.project_regions(regions.numpy()), p.project_phrases(phrases.numpy())
+    expected = (t / np.linalg.norm(t, axis=1, keepdims=True)) @ (r / np.linalg.norm(r, axis=1, keepdims=True)).T
+    np.testing.assert_allclose(clf(regions, phrases)[0].numpy(), expected, rtol=1e-4, atol=1e-5)
+    fresh = DeepCCAClassifier(_cfg(), 3, 2)
+    fresh.load_state_dict(clf.state_dict())
+    assert torch.equal(fresh(regions, phrases)[0], clf(regions, phrases)[0])
+    assert fresh.region_weight.shape == (4, 3) and fresh.cca.region_proj_0.shape == (4, 3)
+
+
+def test_a_projector_of_the_wrong_input_size_is_refused():
+    with pytest.raises(ValueError, match="Deep CCA region layer: .* do not fit inputs of size 5"):
+        DeepCCAClassifier(_cfg(), 5, 2).load_deep_cca(_projector(d_r=3))
+
+
+def test_file_round_trips_and_damage_is_named(tmp_path):
+    p = _projector(e=4, k=3)
+    path = str(tmp_path / "deep_cca.npz")
+    save_deep_cca(path, p)
+    back = load_deep_cca(path)
+    for name in ("region_weight", "phrase_std", "phrase_bias"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(p, name))
+    np.testing.assert_array_equal(back.cca.B, p.cca.B)
+    arrays = dict(np.load(path))
+    bad = str(tmp_path / "bad.npz")
+    np.savez(bad, **{**arrays, "phrase_weight": arrays["phrase_weight"][:3]})  # E = 3, but the region layer's is 4
+    with pytest.raises(BadFileError, match=r"bad.npz: key 'phrase_weight': expected a float array \[E = 4, D = 2\]"):
+        load_deep_cca(bad)
+    np.savez(bad, **{k: v for k, v in arrays.items() if k != "cca_A"})
+    with pytest.raises(BadFileError, match=r"bad.npz: missing key 'cca_A'"):
+        load_deep_cca(bad)
+    np.savez(bad, **{**arrays, "region_std": -arrays["region_std"]})
+    with pytest.raises(BadFileError, match=r"bad.npz: key 'region_std': standard deviations must be positive"):
+        load_deep_cca(bad)
+    with open(bad, "wb") as f:
+        f.write(open(path, "rb").read()[:200])
+    with pytest.raises(BadFileError, match="bad.npz"):
+        load_deep_cca(bad)
+
+
+# ---------------------------------------------------------------- the recipe
+@pytest.mark.parametrize("recipe", [{"CCA_INIT": False}, {"CCA_INIT": True, "COMPARE_RANDOM_INIT": True}])
+def test_recipe_refuses_deep_cca_without_cca_init_or_compared_with_random_init(recipe):
+    cfg = _cfg()
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "DeepCCAClassifier"
+    for key, value in recipe.items():
+        cfg.PHRASEDET.RECIPE[key] = value
+    with pytest.raises(ValueError, match="'DeepCCAClassifier' needs PHRASEDET.RECIPE.CCA_INIT True and COMPARE_RANDOM_INIT False"):
+        _check(cfg)
+
+
+def test_recipe_checks_deep_cca_settings_only_for_deep_cca():
+    cfg = _cfg(BATCH_SIZE=1)
+    cfg.PHRASEDET.RECIPE.CCA_INIT = True
+    _check(cfg)  # another classifier: PHRASEDET.DEEP_CCA is not used
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "DeepCCAClassifier"
+    with pytest.raises(ValueError, match="PHRASEDET.DEEP_CCA needs BATCH_SIZE >= 2"):
+        _check(cfg)
+    cfg.PHRASEDET.DEEP_CCA.BATCH_SIZE = 1024
+    _check(cfg)
+
+
+def test_apply_cca_loads_the_deep_cca_into_the_classifier_and_names_a_missing_one():
+    cfg = _cfg()
+    cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER = "DeepCCAClassifier"
+    cfg.PHRASEDET.RECIPE.CCA_INIT = True
+    clf = DeepCCAClassifier(cfg, 3, 2)
+    model = torch.nn.Module()
+    model.roi_heads = torch.nn.Module()
+    model.roi_heads.classifier, model.roi_heads.shortlist = clf, None
+    p = _projector(e=4, k=3)
+    _apply_cca(cfg, model, CCALayers([p.cca], p))
+    np.testing.assert_array_equal(clf.phrase_weight.numpy(), p.phrase_weight.astype(np.float32))
+    with pytest.raises(ValueError, match=r"DeepCCAClassifier needs stage 2's Deep CCA \(.*stage2_cca/deep_cca.npz\)"):
+        _apply_cca(cfg, model, [p.cca])
