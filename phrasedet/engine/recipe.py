@@ -240,7 +240,7 @@ def train_and_test(cfg, stages, resume: bool):
         return model, results, last.final_weights
     run_stages(stages, resume, evaluate_last=False)
     weights = last.selected_weights
-    record = read_selection(last.cfg.OUTPUT_DIR)
+    record = read_selection(last.cfg.OUTPUT_DIR)  # exists: selected_weights read it
     logger.info("Stage 3 selected %s (%s = %.4f on %s at iteration %d of %s)", weights, record["metric"], record["value"],
                 last.selection.dataset, record["iteration"], record["stage"])
     model, results = evaluate_weights(stages[0], weights, stage_config(cfg, os.path.basename(last.cfg.OUTPUT_DIR), True))

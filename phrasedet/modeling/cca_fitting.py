@@ -29,6 +29,7 @@ __all__ = [
     "load_cca_layers",
     "replayable",
     "save_cca_layers",
+    "save_npz",
     "training_pairs",
 ]
 
@@ -181,12 +182,18 @@ def fit_cca_from_detector(cfg, model, pairs=None):
     return fit_stacked_cca(pair_batches, table, dims, c.RIDGE, c.POWER)
 
 
-def save_cca_layers(path: str, layers) -> None:
-    """Write stacked CCA layers to ``path`` (.npz: ``layer{i}_{field}`` per layer)."""
+def save_npz(path: str, arrays: dict) -> None:
+    """Write ``arrays`` to the .npz ``path`` through a temporary file, so a reader (or
+    ``--resume``) never sees half a file."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp.npz"
-    np.savez(tmp, **{f"layer{i}_{k}": v for i, layer in enumerate(layers) for k, v in vars(layer).items()})
-    os.replace(tmp, path)  # a reader (or --resume) never sees half a file
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def save_cca_layers(path: str, layers) -> None:
+    """Write stacked CCA layers to ``path`` (.npz: ``layer{i}_{field}`` per layer)."""
+    save_npz(path, {f"layer{i}_{k}": v for i, layer in enumerate(layers) for k, v in vars(layer).items()})
 
 
 # The shape of each array of a CCA layer, in named sizes.

@@ -5,7 +5,6 @@ The file is a ``.npz`` with ``{region,phrase}_{mean,std,weight,bias}`` (each vie
 ``cca_{mean_x,mean_y,A,B,correlations,scale}`` (the linear CCA on the layers' outputs).
 """
 import logging
-import os
 import time
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from phrasedet.fileio import BadFileError, load_array_file, npz_array
 
 from .cca import CCAProjection
-from .cca_fitting import _LAYER_SHAPES, _check_shape
+from .cca_fitting import _LAYER_SHAPES, _check_shape, save_npz
 from .deep_cca import DeepCCAProjector, train_deep_cca
 
 __all__ = ["fit_deep_cca_from_pairs", "load_deep_cca", "save_deep_cca"]
@@ -49,12 +48,9 @@ def fit_deep_cca_from_pairs(cfg, pair_batches, phrase_table) -> DeepCCAProjector
 
 def save_deep_cca(path: str, projector: DeepCCAProjector) -> None:
     """Write ``projector`` to ``path`` (.npz, see the module docstring)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     arrays = {f"{side}_{name}": getattr(projector, f"{side}_{name}") for side in ("region", "phrase") for name in _VIEW_SHAPES}
     arrays.update({f"cca_{k}": v for k, v in vars(projector.cca).items()})
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)  # a reader (or --resume) never sees half a file
+    save_npz(path, arrays)
 
 
 def load_deep_cca(path: str) -> DeepCCAProjector:
