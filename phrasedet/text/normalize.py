@@ -1,7 +1,8 @@
 """Phrase normalization as in paper 003's released code (tools/build_vocab.py).
 
-lowercase -> tokenize -> strip punctuation -> drop stop words unless that empties the phrase
--> ``unk`` for an empty phrase. The normalized string is the phrase's category: it decides
+lowercase -> typographic apostrophes to ASCII -> tokenize -> strip punctuation (every Unicode
+punctuation character, and the ASCII symbols of ``string.punctuation``) -> drop stop words unless
+that empties the phrase -> ``unk`` for an empty phrase. The normalized string is the phrase's category: it decides
 training counts, the zero/few/common buckets and which detections are evaluated together.
 
 Not reproduced: the released code's Norvig spelling correction against its word2vec vocabulary
@@ -9,6 +10,7 @@ Not reproduced: the released code's Norvig spelling correction against its word2
 """
 import os
 import string
+import unicodedata
 from functools import lru_cache
 from typing import Iterable, Optional
 
@@ -19,7 +21,24 @@ from .tokenize import tokenize
 __all__ = ["UNK", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase"]
 
 UNK = "unk"
-_PUNCT_TABLE = str.maketrans("", "", string.punctuation + "“”‘’`´")
+# ASCII punctuation marks that Unicode files under symbols (S*), and the acute accent
+_EXTRA_PUNCTUATION = frozenset(string.punctuation + "`´")
+# Typographic apostrophes written as the ASCII one before tokenizing, so that "don’t" splits as "don't"
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+
+
+class _PunctuationTable(dict):
+    """``str.translate`` table deleting every Unicode punctuation character (categories P*: the
+    ASCII marks, typographic quotes, dashes, the ellipsis, guillemets ...) and ``_EXTRA_PUNCTUATION``;
+    each code point is classified once, on first sight."""
+
+    def __missing__(self, code):
+        char = chr(code)
+        self[code] = None if unicodedata.category(char).startswith("P") or char in _EXTRA_PUNCTUATION else char
+        return self[code]
+
+
+_PUNCT_TABLE = _PunctuationTable()
 _DEFAULT_STOPWORDS = os.path.join(os.path.dirname(__file__), "stopwords.txt")
 
 
@@ -46,12 +65,12 @@ def normalize_tokens(tokens: Iterable[str], stopwords: Optional[frozenset] = Non
 
 def normalize_phrase(raw: str, stopwords: Optional[frozenset] = None) -> str:
     """Normalized category string of a raw phrase: ``"Two young, White males"`` -> ``"two young white males"``."""
-    return " ".join(normalize_tokens(tokenize(raw.lower()), stopwords))
+    return " ".join(normalize_tokens(tokenize(raw.lower().translate(_APOSTROPHES)), stopwords))
 
 
 def caption_words(caption: str) -> list[str]:
     """Words of a whole caption for word vectors and sentence encoders: lowercased, tokenized and
     stripped of punctuation as :func:`normalize_phrase`, but stop words kept; ``[]`` when no word
     is left (never ``[UNK]``)."""
-    words = normalize_tokens(tokenize(caption.lower()), frozenset())
+    words = normalize_tokens(tokenize(caption.lower().translate(_APOSTROPHES)), frozenset())
     return [] if words == [UNK] else words
