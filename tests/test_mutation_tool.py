@@ -1,0 +1,125 @@
+"""tools/mutation.py: the equivalent-mutant list, mutant names and diffs, the per-module score and
+the scopes' files. (Running mutmut itself is `make mutation`, not a test.)"""
+import importlib.util
+import os
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("mutation", os.path.join(os.path.dirname(__file__), "..", "tools", "mutation.py"))
+mutation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutation)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+DOC = """# Mutation testing
+
+- `not_read`: `a` → `b`: outside the section, ignored
+
+## Equivalent mutants
+
+Some prose.
+
+### `phrasedet/text/normalize.py`
+
+- `normalize_tokens`: `return content or words or [UNK]` → `return content or words or [UNK, None]`: reason one
+- `_PunctuationTable.__missing__`:  `x =  1` → `x = 2`: reason two
+
+## Next section
+
+- `ignored`: `a` → `b`: not under the heading either
+"""
+
+DIFF = """--- phrasedet/text/normalize.py
++++ phrasedet/text/normalize.py
+@@ -1,3 +1,3 @@
+ def f(x):
+-    return x >= 0.5
++    return x > 0.5
+"""
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "MUTATION.md"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_read_equivalents_takes_only_the_lines_under_its_heading_with_whitespace_collapsed(tmp_path):
+    got = mutation.read_equivalents(_write(tmp_path, DOC))
+    module = "phrasedet/text/normalize.py"
+    assert got == {
+        (module, "normalize_tokens", "return content or words or [UNK]", "return content or words or [UNK, None]"): "reason one",
+        (module, "_PunctuationTable.__missing__", "x = 1", "x = 2"): "reason two",
+    }
+
+
+def test_a_malformed_or_duplicated_equivalent_names_the_line(tmp_path):
+    bad = DOC.replace("- `normalize_tokens`: `return", "- normalize_tokens: `return")
+    with pytest.raises(ValueError, match=r"MUTATION.md:11: expected"):
+        mutation.read_equivalents(_write(tmp_path, bad))
+    twice = DOC.replace("reason two\n", "reason two\n- `_PunctuationTable.__missing__`: `x = 1` → `x = 2`: again\n")
+    with pytest.raises(ValueError, match=r"MUTATION.md:13: the same mutant is listed twice"):
+        mutation.read_equivalents(_write(tmp_path, twice))
+    no_module = "## Equivalent mutants\n- `f`: `a` → `b`: why\n"
+    with pytest.raises(ValueError, match=r"MUTATION.md:2: "):
+        mutation.read_equivalents(_write(tmp_path, no_module))
+
+
+def test_the_shipped_equivalents_list_parses():
+    assert isinstance(mutation.read_equivalents(), dict)
+
+
+@pytest.mark.parametrize("name, function", [
+    ("phrasedet.engine.claims.x_holds__mutmut_3", "holds"),
+    ("phrasedet.engine.init_comparison.x__cells__mutmut_11", "_cells"),
+    ("phrasedet.text.normalize.xǁ_PunctuationTableǁ__missing____mutmut_2", "_PunctuationTable.__missing__"),
+])
+def test_function_of_a_mutant_name(name, function):
+    assert mutation.function_of(name) == function
+
+
+def test_changed_code_of_a_diff():
+    assert mutation.changed_code(DIFF) == ("return x >= 0.5", "return x > 0.5")
+
+
+def test_score_counts_caught_survived_and_equivalent_by_hand():
+    module = "phrasedet/m.py"
+    codes = {"phrasedet.m.x_f__mutmut_1": 1,      # killed
+             "phrasedet.m.x_f__mutmut_2": 0,      # survived, listed as equivalent
+             "phrasedet.m.x_f__mutmut_3": 0,      # survived
+             "phrasedet.m.x_f__mutmut_4": 36,     # timeout: caught
+             "phrasedet.m.x_f__mutmut_5": -11,    # segfault: caught
+             "phrasedet.m.x_f__mutmut_6": 33,     # no tests: not caught
+             "phrasedet.m.x_f__mutmut_7": None}   # not checked
+    diffs = {2: DIFF, 3: DIFF.replace("x > 0.5", "x >= 1.5"), 6: DIFF.replace("x > 0.5", "x"), 7: DIFF.replace("x > 0.5", "y")}
+    equivalents = {(module, "f", "return x >= 0.5", "return x > 0.5"): "why"}
+    score, left = mutation.score_module(module, codes, lambda name: diffs[int(name.rsplit("_", 1)[1])], equivalents)
+    assert (score.mutants, score.killed, score.survived, score.equivalent, score.not_checked) == (7, 3, 3, 1, 1)
+    assert score.score == pytest.approx(100 * 3 / 6)  # killed / (mutants - equivalent)
+    assert [(name.rsplit("_", 1)[1], status) for name, status, *_ in left] == [("3", "survived"), ("6", "no tests"), ("7", "not checked")]
+    text = mutation.format_scores([("s", score)], 90)
+    assert "50.0%" in text and "1 NOT CHECKED" in text
+
+
+def test_score_of_a_module_with_every_mutant_equivalent_is_100_and_of_nothing_killed_0():
+    s = mutation.ModuleScore("m", mutants=2, killed=0, survived=0, equivalent=2)
+    assert s.score == 100.0
+    assert mutation.ModuleScore("m", mutants=4, killed=0, survived=4).score == 0.0
+    assert "BELOW 90 %" in mutation.format_scores([("s", mutation.ModuleScore("m", mutants=10, killed=8, survived=2))], 90)
+    assert mutation.format_scores([("s", mutation.ModuleScore("m", mutants=10, killed=9, survived=1))], 90).endswith("ok")
+
+
+def test_every_scope_names_existing_modules_and_tests():
+    for name, scope in mutation.SCOPES.items():
+        for path in scope.modules + scope.tests:
+            assert os.path.isfile(os.path.join(ROOT, path)), f"scope {name}: {path} does not exist"
+        assert all(m.startswith("phrasedet/") for m in scope.modules)
+
+
+def test_setup_cfg_lists_the_scope(tmp_path):
+    scope = mutation.SCOPES["verdicts"]
+    mutation.write_setup_cfg(scope, str(tmp_path))
+    text = (tmp_path / "setup.cfg").read_text()
+    assert text.startswith("[mutmut]\nsource_paths=phrasedet/\n")
+    for path in scope.modules + scope.tests:
+        assert f"\n    {path}\n" in text

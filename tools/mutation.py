@@ -1,0 +1,325 @@
+#!/usr/bin/env python
+"""Mutation testing of the modules where a silent bug would corrupt a published number (issue 14).
+
+    make mutation                                  # = python tools/mutation.py (after make test's set-up)
+    python tools/mutation.py --scopes text cca     # some scopes only
+    python tools/mutation.py --list                # the scopes, their modules and their tests
+    python tools/mutation.py --survivors           # also print every surviving mutant's diff
+
+Each scope (``SCOPES``) pairs the modules it mutates with the test files that are meant to catch
+their bugs; mutmut (https://mutmut.readthedocs.io, version 3) mutates one expression at a time and
+runs, for each mutant, only those of the scope's tests that call the mutated function. A scope runs
+in its own folder ``output/mutation/<scope>/`` (a generated ``setup.cfg``, links to ``phrasedet/``
+and ``tests/``, and mutmut's ``mutants/``), so a second run re-tests only the functions that changed.
+
+Printed per module: mutants, killed (a test failed, crashed or timed out), survived, those of the
+survivors listed as equivalent in ``docs/MUTATION.md`` (a mutant that no test can kill because the
+behaviour is the same, with the reason), and the score
+
+    killed / (mutants - equivalent)
+
+against the target (``--target``, 90 %). Exits non-zero when a module is below the target or a
+mutant was not checked. Lines that only log are not mutated (``DO_NOT_MUTATE``): a changed log
+message corrupts no number. docs/MUTATION.md says more.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+EQUIVALENTS_DOC = os.path.join(ROOT, "docs", "MUTATION.md")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """``modules``: source files mutated (relative to the repository root); ``tests``: the test
+    files run against their mutants."""
+
+    modules: tuple
+    tests: tuple
+
+
+def _files(folder, names):
+    return tuple(f"{folder}/{name}" for name in names)
+
+
+SCOPES = {
+    "phrase_detection_eval": Scope(
+        _files("phrasedet/evaluation/phrase_detection",
+               ["box_iou.py", "phrase_detection_ap.py", "ground_truth.py", "detections.py", "ppa_ground_truth.py",
+                "phrase_filter.py", "report.py"]),
+        _files("tests/evaluation",
+               ["test_phrase_detection_ap.py", "test_summary_and_localization.py", "test_boundaries_phrase_detection.py",
+                "test_ppa_evaluation.py", "test_phrase_filter.py", "test_evaluator.py", "test_predictions_file.py"])),
+    "retrieval_eval": Scope(
+        _files("phrasedet/evaluation/retrieval", ["metrics.py", "ranks.py", "protocols.py", "scorers.py"]),
+        _files("tests/evaluation",
+               ["test_retrieval_metrics.py", "test_retrieval_ranks.py", "test_retrieval_evaluator.py",
+                "test_boundaries_retrieval.py"])),
+    "pointing_eval": Scope(
+        _files("phrasedet/evaluation/pointing", ["hit_rules.py", "pointing_game.py", "centre.py", "heatmaps.py", "metrics.py"]),
+        _files("tests/evaluation",
+               ["test_pointing_hit_rules.py", "test_pointing_evaluator.py", "test_boundaries_pointing.py"])),
+    "readers": Scope(
+        _files("phrasedet/data/datasets",
+               ["flickr30k_entities.py", "referit.py", "coco_captions.py", "flickr30k_captions.py", "karpathy.py",
+                "visual_genome.py", "vsepp_precomp.py"]),
+        _files("tests/data",
+               ["test_flickr30k_entities.py", "test_referit.py", "test_caption_datasets.py", "test_visual_genome.py",
+                "test_boundaries_readers.py"])),
+    "text": Scope(
+        _files("phrasedet/text", ["normalize.py", "tokenize.py", "vocab.py", "word_vocab.py"])
+        + ("phrasedet/data/statistics.py",),
+        tuple(f"tests/text/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "tests", "text"))) if name.startswith("test_"))
+        + ("tests/data/test_statistics.py",)),
+    "cca": Scope(
+        _files("phrasedet/modeling", ["cca.py", "cca_layers.py", "cca_fitting.py", "deep_cca.py"]),
+        _files("tests/modeling", ["test_cca.py", "test_cca_layers.py", "test_deep_cca.py", "test_boundaries_cca_losses.py"])),
+    "losses": Scope(
+        _files("phrasedet/modeling/losses", ["ranking.py", "instance.py", "logistic.py", "gather.py"]),
+        _files("tests/modeling",
+               ["test_retrieval_losses.py", "test_instance_loss.py", "test_retrieval_gather.py", "test_boundaries_cca_losses.py"])),
+    "samplers": Scope(
+        ("phrasedet/modeling/roi_heads/phrase_sampling.py", "phrasedet/data/phrase_sampling.py",
+         "phrasedet/modeling/roi_heads/negative_phrases.py"),
+        ("tests/modeling/test_phrase_roi_heads.py", "tests/modeling/test_negative_phrases.py",
+         "tests/data/test_phrase_sampling.py", "tests/modeling/test_boundaries_sampling.py")),
+    "verdicts": Scope(
+        _files("phrasedet/engine", ["init_comparison.py", "claims.py", "retrieval_claims.py", "pointing_claims.py"]),
+        ("tests/test_init_comparison.py", "tests/test_retrieval_claims.py", "tests/test_pointing_claims.py",
+         "tests/test_boundaries_claims.py", "tests/test_boundaries_init_comparison.py")),
+}
+
+# Statements that only log: never mutated (mutmut's do_not_mutate_patterns, matched per line).
+DO_NOT_MUTATE = [r"^\s*logger\.(debug|info|warning|error|exception)\(", r"^\s*log_every_n"]
+CAUGHT = {"killed", "timeout", "segfault"}
+# mutmut's exit codes (mutmut/stats.py); anything else is "suspicious"
+STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 35: "suspicious",
+                       36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
+                       -9: "segfault", 37: "caught by type check", 2: "interrupted", None: "not checked"}
+
+
+def status_of(exit_code):
+    return STATUS_BY_EXIT_CODE.get(exit_code, "suspicious")
+
+
+# ---------------------------------------------------------------- the equivalent-mutant list
+
+_EQUIVALENT = re.compile(r"^- `(?P<function>[^`]+)`:\s+`(?P<before>.+)`\s+→\s+`(?P<after>.+)`:\s+(?P<reason>\S.*)$")
+_MODULE_HEADING = re.compile(r"^### `(?P<module>phrasedet/\S+\.py)`\s*$")
+
+
+def read_equivalents(path=EQUIVALENTS_DOC):
+    """The equivalent mutants listed in ``path`` (docs/MUTATION.md), under its heading
+    "## Equivalent mutants": one ``### `module``` heading per module, then one line per mutant::
+
+        - `function`: `original code` → `mutated code`: reason
+
+    Returns {(module, function, original, mutated): reason}, code with whitespace collapsed.
+    A malformed line under that heading is an error naming ``path:line``."""
+    equivalents, module, inside = {}, None, False
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if line.startswith("## "):
+                inside = line.strip() == "## Equivalent mutants"
+                continue
+            if not inside or not line.strip():
+                continue
+            heading = _MODULE_HEADING.match(line)
+            if heading:
+                module = heading["module"]
+                continue
+            if not line.startswith("- "):
+                continue
+            m = _EQUIVALENT.match(line)
+            if m is None or module is None:
+                raise ValueError(f"{path}:{number}: expected '- `function`: `original` → `mutated`: reason' under a "
+                                 f"'### `phrasedet/....py`' heading, got {line!r}")
+            key = (module, m["function"], _squash(m["before"]), _squash(m["after"]))
+            if key in equivalents:
+                raise ValueError(f"{path}:{number}: the same mutant is listed twice")
+            equivalents[key] = m["reason"]
+    return equivalents
+
+
+def _squash(code):
+    return " ".join(code.split())
+
+
+def function_of(mutant_name):
+    """``phrasedet.x.y.xǁClassǁmethod__mutmut_3`` -> ``Class.method``; ``...x_func__mutmut_1`` -> ``func``."""
+    last = mutant_name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1]
+    if last.startswith("xǁ"):
+        return ".".join(last[2:].split("ǁ"))
+    return last[2:] if last.startswith("x_") else last
+
+
+def changed_code(diff):
+    """(original, mutated) lines of a unified diff, each side joined with whitespace collapsed."""
+    lines = diff.splitlines()
+    before = [line[1:] for line in lines if line.startswith("-") and not line.startswith("---")]
+    after = [line[1:] for line in lines if line.startswith("+") and not line.startswith("+++")]
+    return _squash(" ".join(before)), _squash(" ".join(after))
+
+
+# ---------------------------------------------------------------- scores
+
+@dataclass
+class ModuleScore:
+    module: str
+    mutants: int = 0
+    killed: int = 0
+    survived: int = 0
+    equivalent: int = 0
+    not_checked: int = 0
+
+    @property
+    def score(self):
+        """killed / (mutants - equivalent), in % (100 when nothing is left to kill)."""
+        pool = self.mutants - self.equivalent
+        return 100.0 if pool == 0 else 100.0 * self.killed / pool
+
+
+def score_module(module, exit_code_by_mutant, diff_of, equivalents):
+    """Score one module from mutmut's exit codes; ``diff_of(name)`` gives a survivor's diff.
+    Returns (ModuleScore, [(name, status, function, original, mutated) of every survivor that is
+    not listed as equivalent])."""
+    score, survivors = ModuleScore(module), []
+    for name, code in sorted(exit_code_by_mutant.items()):
+        status = status_of(code)
+        score.mutants += 1
+        if status in CAUGHT:
+            score.killed += 1
+            continue
+        if status == "not checked":
+            score.not_checked += 1
+        function = function_of(name)
+        before, after = changed_code(diff_of(name))
+        if (module, function, before, after) in equivalents:
+            score.equivalent += 1
+        else:
+            score.survived += 1
+            survivors.append((name, status, function, before, after))
+    return score, survivors
+
+
+def format_scores(rows, target):
+    head = f"{'module':<58} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv.':>6} {'score':>7}"
+    lines = [head, "-" * len(head)]
+    for scope, s in rows:
+        verdict = "ok" if s.score >= target and not s.not_checked else f"BELOW {target:g} %"
+        if s.not_checked:
+            verdict = f"{s.not_checked} NOT CHECKED"
+        lines.append(f"{s.module:<58} {s.mutants:>7} {s.killed:>6} {s.survived:>8} {s.equivalent:>6} {s.score:>6.1f}%  {verdict}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- running mutmut
+
+def write_setup_cfg(scope, workdir):
+    """mutmut's configuration for one scope (mutmut reads ./setup.cfg)."""
+    def block(values):
+        return "".join(f"\n    {v}" for v in values)
+
+    text = ("[mutmut]\n"
+            "source_paths=phrasedet/\n"
+            f"only_mutate={block(scope.modules)}\n"
+            f"pytest_add_cli_args_test_selection={block(scope.tests)}\n"
+            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q'])}\n"
+            f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
+            "also_copy=\n    configs/\n    tools/\n    pytest.ini\n"
+            "process_isolation=forkserver\n")
+    with open(os.path.join(workdir, "setup.cfg"), "w") as f:
+        f.write(text)
+
+
+def prepare_workdir(name, scope, root, fresh):
+    workdir = os.path.join(root, name)
+    if fresh and os.path.isdir(workdir):
+        shutil.rmtree(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    for entry in ("phrasedet", "tests", "configs", "tools", "pytest.ini"):
+        link = os.path.join(workdir, entry)
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(ROOT, entry), link)
+    write_setup_cfg(scope, workdir)
+    return workdir
+
+
+def _mutmut(workdir, *args):
+    """Run ``mutmut *args`` in ``workdir``; returns its output. One thread per test process: the
+    mutants run ``--jobs`` at a time."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
+    cmd = [sys.executable, "-m", "mutmut", *args]
+    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
+    if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
+        raise RuntimeError(f"{' '.join(cmd)} (in {workdir}) exited with {proc.returncode}:\n"
+                           f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def read_exit_codes(workdir, module):
+    """mutmut's recorded exit code per mutant of ``module`` ({} when it has no mutant)."""
+    meta = os.path.join(workdir, "mutants", module + ".meta")
+    if not os.path.isfile(meta):
+        return {}
+    with open(meta) as f:
+        return json.load(f)["exit_code_by_key"]
+
+
+def run_scope(name, scope, root, jobs, fresh):
+    workdir = prepare_workdir(name, scope, root, fresh)
+    start = time.perf_counter()
+    out = _mutmut(workdir, "run", "--max-children", str(jobs))
+    with open(os.path.join(workdir, "mutmut-run.log"), "w") as f:
+        f.write(out)
+    return workdir, time.perf_counter() - start
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scopes", nargs="+", choices=sorted(SCOPES), default=list(SCOPES))
+    p.add_argument("--output-root", default=os.path.join(ROOT, "output", "mutation"))
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
+    p.add_argument("--target", type=float, default=90.0, help="minimum score per module, in %% (default 90)")
+    p.add_argument("--fresh", action="store_true", help="forget earlier results of these scopes")
+    p.add_argument("--survivors", action="store_true", help="print the diff of every survivor not listed as equivalent")
+    p.add_argument("--list", action="store_true", help="print the scopes and exit")
+    args = p.parse_args(argv)
+    if args.list:
+        for name, scope in SCOPES.items():
+            print(f"{name}:\n  mutates " + "\n          ".join(scope.modules) + "\n  tests   " + "\n          ".join(scope.tests))
+        return 0
+    equivalents = read_equivalents()
+    rows, survivors, failed = [], [], False
+    for name in args.scopes:
+        scope = SCOPES[name]
+        workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh)
+        print(f"[mutation] scope {name}: {seconds / 60:.1f} min")
+        for module in scope.modules:
+            score, left = score_module(module, read_exit_codes(workdir, module),
+                                       lambda mutant: _mutmut(workdir, "show", mutant), equivalents)
+            rows.append((name, score))
+            survivors += [(workdir, module, *s) for s in left]
+            failed |= score.score < args.target or bool(score.not_checked)
+    print(format_scores(rows, args.target))
+    total = ModuleScore("all scoped modules", *(sum(getattr(s, k) for _, s in rows)
+                                                for k in ("mutants", "killed", "survived", "equivalent", "not_checked")))
+    print(f"{total.module}: {total.killed} of {total.mutants - total.equivalent} non-equivalent mutants killed "
+          f"({total.score:.1f} %), {total.equivalent} listed as equivalent in docs/MUTATION.md")
+    for workdir, module, mutant, status, function, before, after in survivors:
+        print(f"  {status}: {mutant}  ({module}, {function})")
+        if args.survivors:
+            print("    " + _mutmut(workdir, "show", mutant).replace("\n", "\n    "))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
