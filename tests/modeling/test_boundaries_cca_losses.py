@@ -20,6 +20,7 @@ from phrasedet.modeling.classifiers import CITEClassifier, EmbeddingNetClassifie
 from phrasedet.modeling.deep_cca import cca_correlation_loss
 from phrasedet.modeling.losses import RankingLoss, ranking_hinges, reduce_hinges
 from tests.modeling.test_retrieval_losses import _loss
+from tests.modeling.cca_reference import numpy_regularized_cca
 
 
 def _below(value):
@@ -66,21 +67,6 @@ def _rank_deficient_expected(r):
     return rho, np.array([a, a])
 
 
-def _numpy_regularized_cca(x, y, r):
-    """Textbook CCA written separately: eigen-whitening of (S + r I), SVD of the whitened S12."""
-    x, y = x - x.mean(0), y - y.mean(0)
-    n = len(x)
-    s11 = x.T @ x / (n - 1) + r * np.eye(x.shape[1])
-    s22 = y.T @ y / (n - 1) + r * np.eye(y.shape[1])
-
-    def inv_sqrt(s):
-        w, v = np.linalg.eigh(s)
-        return (v / np.sqrt(w)) @ v.T
-
-    u, d, vt = np.linalg.svd(inv_sqrt(s11) @ (x.T @ y / (n - 1)) @ inv_sqrt(s22))
-    return d, inv_sqrt(s11) @ u
-
-
 @pytest.mark.parametrize("ridge", [1.0, 0.5])
 def test_rank_deficient_cca_depends_on_the_ridge_by_hand(ridge):
     x = np.column_stack([X1, X1])  # two identical columns: S11 is singular without the ridge
@@ -93,7 +79,7 @@ def test_rank_deficient_cca_depends_on_the_ridge_by_hand(ridge):
     # the fitted A whitens the regularized covariance: A^T (S11 + r I) A = 1
     s11 = np.cov(x.T) + ridge * np.eye(2)
     np.testing.assert_allclose(cca.A.T @ s11 @ cca.A, [[1.0]], rtol=1e-10)
-    d, a_ref = _numpy_regularized_cca(x, Y, ridge)
+    d, a_ref = numpy_regularized_cca(x, Y, ridge)
     np.testing.assert_allclose(cca.correlations, d[:1], rtol=1e-10)
     np.testing.assert_allclose(np.abs(cca.A[:, 0]), np.abs(a_ref[:, 0]), rtol=1e-10)
 

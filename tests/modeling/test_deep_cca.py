@@ -12,6 +12,7 @@ from phrasedet.modeling.cca import CCAProjection, fit_cca_paired
 from phrasedet.modeling.classifiers import DeepCCAClassifier, build_region_classifier
 from phrasedet.modeling.deep_cca import DeepCCAProjector, cca_correlation_loss, paired_correlations, train_deep_cca
 from phrasedet.modeling.deep_cca_fitting import load_deep_cca, save_deep_cca
+from tests.modeling.cca_reference import numpy_regularized_cca
 
 
 @pytest.fixture(autouse=True)
@@ -43,27 +44,13 @@ def test_loss_of_one_dimensional_views_is_minus_the_absolute_pearson_correlation
     assert cca_correlation_loss(x, y, ridge=0.5).item() == pytest.approx(-(4 / 3) / (5 / 3 + 0.5))
 
 
-def _numpy_canonical_correlations(x, y, ridge):
-    """The released code's linear_cca: singular values of S11^-1/2 S12 S22^-1/2 (eigh inverse roots)."""
-    x, y = x - x.mean(0), y - y.mean(0)
-    n = len(x)
-    s11 = x.T @ x / (n - 1) + ridge * np.eye(x.shape[1])
-    s22 = y.T @ y / (n - 1) + ridge * np.eye(y.shape[1])
-
-    def inv_sqrt(s):
-        w, v = np.linalg.eigh(s)
-        return (v / np.sqrt(w)) @ v.T
-
-    return np.linalg.svd(inv_sqrt(s11) @ (x.T @ y / (n - 1)) @ inv_sqrt(s22), compute_uv=False)
-
-
 @pytest.mark.parametrize("dims", [(2, 3), (4, 2)])
 def test_loss_is_minus_the_sum_of_the_top_k_singular_values_of_t(dims):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((12, dims[0]))
     y = rng.standard_normal((12, dims[1]))
     y[:, 0] += x[:, 0]
-    rho = _numpy_canonical_correlations(x, y, 1e-3)
+    rho, _ = numpy_regularized_cca(x, y, 1e-3)
     tx, ty = torch.tensor(x), torch.tensor(y)
     assert cca_correlation_loss(tx, ty, 1e-3).item() == pytest.approx(-rho.sum(), rel=1e-10)
     assert cca_correlation_loss(tx, ty, 1e-3, k=1).item() == pytest.approx(-rho[0], rel=1e-10)
