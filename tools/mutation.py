@@ -65,7 +65,8 @@ SCOPES = {
     "pointing_eval": Scope(
         _files("phrasedet/evaluation/pointing", ["hit_rules.py", "pointing_game.py", "centre.py", "heatmaps.py", "metrics.py"]),
         _files("tests/evaluation",
-               ["test_pointing_hit_rules.py", "test_pointing_evaluator.py", "test_boundaries_pointing.py"])),
+               ["test_pointing_hit_rules.py", "test_pointing_evaluator.py", "test_boundaries_pointing.py",
+                "test_pointing_tool.py"])),
     "readers": Scope(
         _files("phrasedet/data/datasets",
                ["flickr30k_entities.py", "referit.py", "coco_captions.py", "flickr30k_captions.py", "karpathy.py",

@@ -204,3 +204,15 @@ def test_max_tokens_0_means_no_limit_and_whole_text_ignores_it(tiny_kv):
     assert one.max_tokens == 1 and one.tokens("a b") == ["b"]
     whole = build_text_encoder(_cfg("PHRASEDET.TEXT.MAX_TOKENS", 1), kv=tiny_kv, whole_text=True)
     assert whole.max_tokens is None and whole.tokens("a b") == ["a", "b"]
+
+
+def test_text_is_lowercased_before_tokenizing_not_uppercased():
+    # "ß".upper() is "SS", so an upper-then-lower pipeline would give "strasse"; "ﬁ" (U+FB01) likewise "fi".
+    assert normalize_phrase("Straße") == "straße"
+    assert caption_words("the \ufb01sh Straße") == ["the", "\ufb01sh", "straße"]
+
+
+def test_normalize_phrase_uses_the_stop_words_it_is_given():
+    # shipped list: "the" is a stop word, "red" is not; a custom list {"red"} keeps "the" and drops "red"
+    assert normalize_phrase("the red ball") == "red ball"
+    assert normalize_phrase("the red ball", stopwords=frozenset({"red"})) == "the ball"
