@@ -2,8 +2,9 @@
 
 lowercase -> typographic apostrophes to ASCII -> tokenize -> strip punctuation (every Unicode
 punctuation character, and the ASCII symbols of ``string.punctuation``) -> drop stop words unless
-that empties the phrase -> ``unk`` for an empty phrase. The normalized string is the phrase's category: it decides
-training counts, the zero/few/common buckets and which detections are evaluated together.
+that empties the phrase -> ``unk`` for an empty phrase. The normalized string is the phrase's
+category: it decides training counts, the zero/few/common buckets and which detections are
+evaluated together.
 
 Not reproduced: the released code's Norvig spelling correction against its word2vec vocabulary
 (it depends on that vocabulary file; see docs/DECISIONS.md).
