@@ -32,6 +32,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from mutmut.stats import status_by_exit_code
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EQUIVALENTS_DOC = os.path.join(ROOT, "docs", "MUTATION.md")
 
@@ -100,14 +102,11 @@ SCOPES = {
 # Statements that only log: never mutated (mutmut's do_not_mutate_patterns, matched per line).
 DO_NOT_MUTATE = [r"^\s*logger\.(debug|info|warning|error|exception)\(", r"^\s*log_every_n"]
 CAUGHT = {"killed", "timeout", "segfault"}
-# mutmut's exit codes (mutmut/stats.py); anything else is "suspicious"
-STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 35: "suspicious",
-                       36: "timeout", -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", -11: "segfault",
-                       -9: "segfault", 37: "caught by type check", 2: "interrupted", None: "not checked"}
 
 
 def status_of(exit_code):
-    return STATUS_BY_EXIT_CODE.get(exit_code, "suspicious")
+    """mutmut's own reading of a mutant's exit code ("killed", "survived", "timeout", ...)."""
+    return status_by_exit_code[exit_code]
 
 
 # ---------------------------------------------------------------- the equivalent-mutant list
@@ -300,13 +299,20 @@ def main(argv=None):
         return 0
     equivalents = read_equivalents()
     rows, survivors, failed = [], [], False
+    diffs = {}  # (workdir, mutant) -> `mutmut show`: one subprocess per survivor, reused by --survivors
+
+    def diff_of(workdir, mutant):
+        if (workdir, mutant) not in diffs:
+            diffs[workdir, mutant] = _mutmut(workdir, "show", mutant)
+        return diffs[workdir, mutant]
+
     for name in args.scopes:
         scope = SCOPES[name]
         workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh)
         print(f"[mutation] scope {name}: {seconds / 60:.1f} min")
         for module in scope.modules:
             score, left = score_module(module, read_exit_codes(workdir, module),
-                                       lambda mutant: _mutmut(workdir, "show", mutant), equivalents)
+                                       lambda mutant: diff_of(workdir, mutant), equivalents)
             rows.append((name, score))
             survivors += [(workdir, module, *s) for s in left]
             failed |= score.score < args.target or bool(score.not_checked)
@@ -318,7 +324,7 @@ def main(argv=None):
     for workdir, module, mutant, status, function, before, after in survivors:
         print(f"  {status}: {mutant}  ({module}, {function})")
         if args.survivors:
-            print("    " + _mutmut(workdir, "show", mutant).replace("\n", "\n    "))
+            print("    " + diff_of(workdir, mutant).replace("\n", "\n    "))
     return 1 if failed else 0
 
 
