@@ -1,6 +1,7 @@
 """tools/mutation.py: the equivalent-mutant list, mutant names and diffs, the per-module score and
 the scopes' files. (Running mutmut itself is `make mutation`, not a test.)"""
 import importlib.util
+import json
 import os
 
 import pytest
@@ -123,3 +124,13 @@ def test_setup_cfg_lists_the_scope(tmp_path):
     assert text.startswith("[mutmut]\nsource_paths=phrasedet/\n")
     for path in scope.modules + scope.tests:
         assert f"\n    {path}\n" in text
+
+
+def test_not_killed_names_every_mutant_whose_last_result_is_not_a_kill(tmp_path):
+    """--retest re-runs exactly these: survivors, "no tests" and unchecked ones, never a kill."""
+    (tmp_path / "mutants" / "phrasedet").mkdir(parents=True)
+    codes = {"phrasedet.m.x_f__mutmut_1": 1, "phrasedet.m.x_f__mutmut_2": 0, "phrasedet.m.x_f__mutmut_3": 36,
+             "phrasedet.m.x_f__mutmut_4": 33, "phrasedet.m.x_f__mutmut_5": None}
+    (tmp_path / "mutants" / "phrasedet" / "m.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
+    assert mutation.not_killed(str(tmp_path), ["phrasedet/m.py", "phrasedet/absent.py"]) == [
+        "phrasedet.m.x_f__mutmut_2", "phrasedet.m.x_f__mutmut_4", "phrasedet.m.x_f__mutmut_5"]

@@ -5,6 +5,7 @@
     python tools/mutation.py --scopes text cca     # some scopes only
     python tools/mutation.py --list                # the scopes, their modules and their tests
     python tools/mutation.py --survivors           # also print every surviving mutant's diff
+    python tools/mutation.py --scopes text --retest   # after adding tests: re-test the survivors
 
 Each scope (``SCOPES``) pairs the modules it mutates with the test files that are meant to catch
 their bugs; mutmut (https://mutmut.readthedocs.io, version 3) mutates one expression at a time and
@@ -274,10 +275,25 @@ def read_exit_codes(workdir, module):
         return json.load(f)["exit_code_by_key"]
 
 
-def run_scope(name, scope, root, jobs, fresh):
+def not_killed(workdir, modules):
+    """Names of the mutants of ``modules`` whose last result is not a kill (survived, no tests,
+    not checked, ...)."""
+    return sorted(name for module in modules for name, code in read_exit_codes(workdir, module).items()
+                  if status_of(code) not in CAUGHT)
+
+
+def run_scope(name, scope, root, jobs, fresh, retest=False):
+    """Run mutmut on one scope; with ``retest``, then re-test every mutant not killed so far.
+
+    mutmut keeps a mutant's result until its function changes, so a survivor stays a survivor
+    after a test that kills it is added; naming it on the command line makes mutmut re-test it
+    (and a new test is first matched to the functions it calls)."""
     workdir = prepare_workdir(name, scope, root, fresh)
     start = time.perf_counter()
     out = _mutmut(workdir, "run", "--max-children", str(jobs))
+    left = not_killed(workdir, scope.modules) if retest else []
+    if left:
+        out += _mutmut(workdir, "run", "--max-children", str(jobs), *left)
     with open(os.path.join(workdir, "mutmut-run.log"), "w") as f:
         f.write(out)
     return workdir, time.perf_counter() - start
@@ -291,6 +307,8 @@ def main(argv=None):
     p.add_argument("--target", type=float, default=90.0, help="minimum score per module, in %% (default 90)")
     p.add_argument("--fresh", action="store_true", help="forget earlier results of these scopes")
     p.add_argument("--survivors", action="store_true", help="print the diff of every survivor not listed as equivalent")
+    p.add_argument("--retest", action="store_true",
+                   help="re-test the mutants not killed in an earlier run (after adding tests)")
     p.add_argument("--list", action="store_true", help="print the scopes and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -308,7 +326,7 @@ def main(argv=None):
 
     for name in args.scopes:
         scope = SCOPES[name]
-        workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh)
+        workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh, args.retest)
         print(f"[mutation] scope {name}: {seconds / 60:.1f} min")
         for module in scope.modules:
             score, left = score_module(module, read_exit_codes(workdir, module),
