@@ -1,8 +1,11 @@
 """PhraseVocabulary: training counts of normalized phrases and zero/few/common buckets."""
+import builtins
 import json
 
 import pytest
 
+import phrasedet.text.vocab as vocab_module
+from phrasedet.fileio import BadFileError
 from phrasedet.text import BUCKETS, PhraseVocabulary, bucket_of_count
 
 
@@ -34,15 +37,10 @@ def test_bucket_of_count(count, bucket):
     assert bucket_of_count(count) == bucket
 
 
-def test_bucket_of_count_custom_thresholds_and_errors():
+def test_bucket_of_count_custom_thresholds():
+    # the errors: test_bucket_of_count_error_messages
     assert bucket_of_count(5, thresholds=(1, 5)) == "few_shot"
     assert bucket_of_count(6, thresholds=(1, 5)) == "common"
-    with pytest.raises(ValueError):
-        bucket_of_count(-1)
-    with pytest.raises(ValueError):
-        bucket_of_count(3, thresholds=(0,))
-    with pytest.raises(ValueError):
-        bucket_of_count(3, thresholds=(100, 0))
 
 
 def test_counts_only_ground_truth_annotations(vocab):
@@ -91,3 +89,89 @@ def test_custom_thresholds_survive_round_trip(tmp_path):
     assert vocab.bucket("a") == "few_shot" and vocab.bucket("b") == "common"
     vocab.to_json(str(tmp_path / "v.json"))
     assert PhraseVocabulary.from_json(str(tmp_path / "v.json")).thresholds == (2, 5)
+
+
+# ------------------------------------------------------------------ error messages and edge cases
+
+_BUCKETS_REPR = "('zero_shot', 'few_shot', 'common')"
+
+
+@pytest.mark.parametrize(
+    "count, thresholds, message",
+    [
+        (-1, (0, 100), "instance count must be >= 0, got -1"),
+        (3, (0,), f"need 2 thresholds for buckets {_BUCKETS_REPR}, got (0,)"),
+        (3, (0, 5, 9), f"need 2 thresholds for buckets {_BUCKETS_REPR}, got (0, 5, 9)"),
+        (3, (100, 0), "bucket thresholds must be strictly increasing, got (100, 0)"),
+        # equal thresholds would leave the middle bucket empty: rejected too ("strictly")
+        (3, (5, 5), "bucket thresholds must be strictly increasing, got (5, 5)"),
+    ],
+    ids=["negative_count", "too_few", "too_many", "decreasing", "equal"],
+)
+def test_bucket_of_count_error_messages(count, thresholds, message):
+    with pytest.raises(ValueError) as e:
+        bucket_of_count(count, thresholds=thresholds)
+    assert str(e.value) == message
+
+
+def test_equality_needs_the_same_counts_and_the_same_thresholds():
+    base = PhraseVocabulary({"a": 1})
+    assert base == PhraseVocabulary({"a": 1})
+    assert base != PhraseVocabulary({"a": 1}, thresholds=(1, 5))  # same counts, other thresholds
+    assert base != PhraseVocabulary({"a": 2})  # same thresholds, other counts
+
+
+def test_frequencies_are_empty_when_the_total_is_zero_even_with_a_positive_count():
+    # The constructor takes any integer counts (a Counter may hold negatives); a total of 0 means
+    # "no instances": {} and no division by zero, although "a" has a positive count.
+    vocab = PhraseVocabulary({"a": 1, "b": -1})
+    assert vocab.total == 0 and vocab.phrases() == ["a"]
+    assert vocab.frequencies() == {}
+
+
+def test_from_dataset_dicts_passes_thresholds_and_allows_records_without_annotations():
+    dicts = [{"file_name": "no_annotations_key.jpg"}, _record(["dog", "dog"])]
+    vocab = PhraseVocabulary.from_dataset_dicts(dicts, thresholds=(2, 5))
+    assert vocab.thresholds == (2, 5)
+    assert vocab.counts == {"dog": 2}
+    assert vocab.bucket("dog") == "zero_shot"  # 2 <= 2 (with the default (0, 100) it would be few_shot)
+
+
+def test_to_json_writes_exact_utf8_bytes_with_one_space_indent(tmp_path):
+    # The file is read by people and other tools: pin its bytes (indent 1, phrases sorted, no \\u escapes).
+    path = tmp_path / "v.json"
+    PhraseVocabulary({"caf\u00e9": 2, "a": 1}, thresholds=(1, 5)).to_json(str(path))
+    assert path.read_bytes() == (
+        b'{\n "thresholds": [\n  1,\n  5\n ],\n "counts": {\n  "a": 1,\n  "caf\xc3\xa9": 2\n }\n}'
+    )
+
+
+def test_to_json_writes_utf8_whatever_the_locale_encoding(tmp_path, monkeypatch):
+    # Simulate a machine whose preferred encoding is Latin-1: an open() without an explicit encoding
+    # would write "é" as the single byte 0xe9; the file must stay UTF-8 (from_json reads UTF-8 only).
+    def latin1_default_open(file, mode="r", *args, encoding=None, **kwargs):
+        if "b" not in mode and encoding is None:
+            encoding = "latin-1"
+        return builtins.open(file, mode, *args, encoding=encoding, **kwargs)
+
+    monkeypatch.setattr(vocab_module, "open", latin1_default_open, raising=False)
+    path = tmp_path / "v.json"
+    PhraseVocabulary({"caf\u00e9": 2}).to_json(str(path))
+    assert "caf\u00e9".encode("utf-8") in path.read_bytes()
+    monkeypatch.undo()
+    assert PhraseVocabulary.from_json(str(path)).count("caf\u00e9") == 2
+
+
+def test_from_json_of_a_missing_file_names_it_as_a_phrase_vocabulary_file(tmp_path):
+    path = str(tmp_path / "missing.json")
+    with pytest.raises(FileNotFoundError) as e:
+        PhraseVocabulary.from_json(path)
+    assert str(e.value) == f"phrase vocabulary file {path!r} does not exist"
+
+
+def test_from_json_names_non_integer_thresholds(tmp_path):
+    path = tmp_path / "v.json"
+    path.write_text('{"thresholds": [0.5, 100], "counts": {}}', encoding="utf-8")
+    with pytest.raises(BadFileError) as e:
+        PhraseVocabulary.from_json(str(path))
+    assert str(e.value) == f"{path}: key 'thresholds': thresholds must be integers, got [0.5, 100]"

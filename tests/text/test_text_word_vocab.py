@@ -28,7 +28,23 @@ def test_fingerprint_identifies_the_word_list():
     a = WordVocabulary(["x", "y"])
     assert a.fingerprint() == WordVocabulary(["x", "y"]).fingerprint()
     assert a.fingerprint() != WordVocabulary(["y", "x"]).fingerprint()
-    with pytest.raises(ValueError, match="min_count"):
-        WordVocabulary.from_captions(["a"], min_count=0)
-    with pytest.raises(ValueError, match="duplicate"):
-        WordVocabulary(["x", "x"])
+
+
+def test_fingerprint_is_16_hex_digits_of_the_sha256_of_the_utf8_json_word_list():
+    # printf '%s' '["<pad>", "<unk>", "café"]' | sha256sum -> fe2cda17ac2a159ec814e5d2ab9c6e9d...
+    # ("café" as UTF-8, not "caf\u00e9": that JSON would hash to ef0448166c2514f4...)
+    assert WordVocabulary(["caf\u00e9"]).fingerprint() == "fe2cda17ac2a159e"
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: WordVocabulary.from_captions(["a"], min_count=0), "min_count must be >= 1, got 0"),
+        (lambda: WordVocabulary(["x", "x"]), "WordVocabulary: duplicate words"),
+    ],
+    ids=["min_count_0", "duplicate"],
+)
+def test_word_vocabulary_error_messages(build, message):
+    with pytest.raises(ValueError) as e:
+        build()
+    assert str(e.value) == message
