@@ -26,11 +26,27 @@ def test_median_of_an_even_number_of_queries_rounds_down():
     assert recall_metrics(np.array([3, 2]), np.array([1]))["i2t_medr"] == 2.0
 
 
-def test_no_query_gives_nan_and_bad_ranks_are_errors():
+def test_no_query_gives_nan():
     m = recall_metrics(np.zeros(0, np.int64), np.array([1]))
     assert all(math.isnan(m[k]) for k in METRIC_KEYS if k.startswith("i2t")) and math.isnan(m["rsum"])
-    with pytest.raises(ValueError, match="t2i ranks must be .* 1-based .* minimum 0"):
-        recall_metrics(np.array([1]), np.array([0, 1]))
+
+
+@pytest.mark.parametrize("i2t, t2i, message", [
+    ([1], [0, 1], "t2i ranks must be a 1-D array of 1-based ranks (>= 1), got shape (2,) with minimum 0"),
+    ([[1, 2]], [1], "i2t ranks must be a 1-D array of 1-based ranks (>= 1), got shape (1, 2) with minimum 1"),
+    # an empty array of the wrong shape has no minimum to report
+    (np.zeros((0, 3)), [1], "i2t ranks must be a 1-D array of 1-based ranks (>= 1), got shape (0, 3)"),
+])
+def test_bad_ranks_are_errors_naming_the_direction_and_shape(i2t, t2i, message):
+    with pytest.raises(ValueError) as e:
+        recall_metrics(np.asarray(i2t), np.asarray(t2i))
+    assert str(e.value) == message
+
+
+def test_mean_rank_is_computed_in_double_precision():
+    # (1 + 2 + 2) / 3 = 5 / 3: a float32 mean of float32 ranks would give 1.6666666269302368
+    ranks = np.array([1, 2, 2], dtype=np.float32)
+    assert recall_metrics(ranks, ranks)["i2t_meanr"] == 5 / 3
 
 
 # 4 images with captions [1, 1, 2, 1]; in 2 folds: images 0-1 with captions 0-1, images 2-3 with
@@ -85,8 +101,32 @@ def test_embeddings_and_their_matrix_give_the_same_fold_numbers():
         evaluate_similarity(sim, c2i, folds=(1, 2, 3), chunk_size=5)
 
 
-def test_folds_must_divide_the_images():
-    with pytest.raises(ValueError, match="4 test images do not split into 3 folds"):
-        evaluate_similarity(SIM, C2I, folds=3)
-    with pytest.raises(ValueError, match="integers >= 1"):
-        evaluate_similarity(SIM, C2I, folds=[1, 0])
+@pytest.mark.parametrize("folds, message", [
+    (3, "4 test images do not split into 3 folds of equal size (4 is not a multiple of 3)"),
+    ([1, 0], "folds must be integers >= 1, got 0"),
+    ([True], "folds must be integers >= 1, got True"),  # a bool is no fold count
+    ([2.0], "folds must be integers >= 1, got 2.0"),
+    ((), "folds is empty: give at least one protocol (1 = the whole test split)"),
+])
+def test_bad_folds_are_errors(folds, message):
+    with pytest.raises(ValueError) as e:
+        evaluate_similarity(SIM, C2I, folds=folds)
+    assert str(e.value) == message
+
+
+def test_a_fold_without_captions_and_fewer_captions_than_images():
+    """4 images, 2 captions (images 0 and 1's): one block of all 4 rows holds more rows than
+    columns, and the second of 2 folds (images 2-3) has no caption, hence no query at all."""
+    sim = np.array([
+        [0.9, 0.2],  # image 0: own 0.9 > 0.2 -> rank 1
+        [0.3, 0.8],  # image 1: own 0.8 > 0.3 -> rank 1
+        [0.5, 0.1],
+        [0.1, 0.9],  # ties-or-beats caption 1's ground truth 0.8 in the whole split
+    ])
+    results = evaluate_similarity(sim, np.array([0, 1]), folds=(1, 2))
+    # whole split: i2t [1, 1]; t2i caption 0 (0.9 beats 0.3, 0.5, 0.1) -> 1, caption 1 (0.9 >= 0.8) -> 2
+    per_dir = {"i2t": (100.0, 100.0, 100.0, 1.0, 1.0), "t2i": (50.0, 100.0, 100.0, 1.0, 1.5)}
+    expected = {f"{d}_{k}": v for d, vs in per_dir.items() for k, v in zip(("R@1", "R@5", "R@10", "medr", "meanr"), vs)}
+    assert results["retrieval"] == {**expected, "rsum": 550.0}
+    # the empty fold's metrics are NaN ("no query"), and so is their average
+    assert all(math.isnan(v) for v in results["retrieval_2fold"].values())
