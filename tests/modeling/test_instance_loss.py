@@ -22,15 +22,16 @@ SMALL = ["INPUT.RETRIEVAL.CROP", 32, "MODEL.RETRIEVAL.EMBED_DIM", 16, "MODEL.RET
          "MODEL.RETRIEVAL.TEXT_CNN.WORD_DIM", 8, "PHRASEDET.TEXT.WORD2VEC_EPOCHS", 1, "PHRASEDET.TEXT.WORD2VEC_DIM", 8]
 
 
-def _loss(weight, image_weight=1.0, text_weight=1.0):
-    loss = InstanceLoss(2, 3, image_weight, text_weight)
+def _loss(weight, **weights):
+    """InstanceLoss(E=2, N=3) with the classifier matrix ``weight`` [3, 2] (and the loss weights given)."""
+    loss = InstanceLoss(2, 3, **weights)
     with torch.no_grad():
         loss.classifier.weight.copy_(torch.tensor(weight, dtype=torch.float32))
     return loss
 
 
 def test_instance_loss_equals_a_hand_computed_cross_entropy_through_one_bias_free_classifier():
-    loss = _loss([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    loss = _loss([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # default weights: both terms, weight 1
     assert loss.classifier.bias is None
     image, caption = torch.tensor([[2.0, 0.0]]), torch.tensor([[0.0, 1.0], [1.0, 1.0]])
     out = loss(image, caption, torch.tensor([0]), torch.tensor([1, 2]))
@@ -47,7 +48,7 @@ def test_the_shared_classifier_gets_gradients_from_both_modalities_and_weights_s
     image, caption = torch.tensor([[2.0, 0.0]]), torch.tensor([[0.0, 1.0]])
     grads = {}
     for name, (wi, wt) in {"image": (1.0, 0.0), "text": (0.0, 1.0), "both": (1.0, 1.0)}.items():
-        loss = _loss(weight, wi, wt)
+        loss = _loss(weight, image_weight=wi, text_weight=wt)
         out = loss(image, caption, torch.tensor([0]), torch.tensor([1]))
         assert set(out) == {"image": {"loss_instance_image"}, "text": {"loss_instance_text"},
                             "both": {"loss_instance_image", "loss_instance_text"}}[name]
@@ -56,14 +57,31 @@ def test_the_shared_classifier_gets_gradients_from_both_modalities_and_weights_s
     assert grads["image"].abs().sum() > 0 and grads["text"].abs().sum() > 0
     assert not torch.allclose(grads["image"], grads["text"])
     assert torch.allclose(grads["both"], grads["image"] + grads["text"], atol=1e-6)
-    doubled = _loss(weight, 2.0, 0.0)(image, caption, torch.tensor([0]), torch.tensor([1]))["loss_instance_image"]
-    single = _loss(weight, 1.0, 0.0)(image, caption, torch.tensor([0]), torch.tensor([1]))["loss_instance_image"]
+    image_term = lambda wi: _loss(weight, image_weight=wi, text_weight=0.0)(  # noqa: E731
+        image, caption, torch.tensor([0]), torch.tensor([1]))["loss_instance_image"]
+    doubled, single = image_term(2.0), image_term(1.0)
     assert doubled.item() == pytest.approx(2 * single.item(), rel=1e-6)
 
 
 def test_the_instance_loss_needs_a_class():
-    with pytest.raises(ValueError, match="at least one class"):
+    with pytest.raises(ValueError) as e:
         InstanceLoss(4, 0)
+    assert str(e.value) == "the instance loss needs at least one class (training image), got 0"
+
+
+def test_a_single_class_is_allowed_and_costs_nothing():
+    loss = InstanceLoss(2, 1)
+    out = loss(torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, 4.0]]), torch.tensor([0]), torch.tensor([0]))
+    assert loss.num_classes == 1
+    assert {k: v.item() for k, v in out.items()} == {"loss_instance_image": 0.0, "loss_instance_text": 0.0}
+
+
+def test_the_classifier_starts_from_a_normal_of_std_0_001():
+    """Paper 001's initialisation: W_share ~ N(0, 0.001^2) (estimated over 32,000 entries)."""
+    torch.manual_seed(0)
+    weight = InstanceLoss(64, 500).classifier.weight
+    assert weight.std().item() == pytest.approx(0.001, rel=0.02)
+    assert abs(weight.mean().item()) < 2e-5
 
 
 def _cfg(*opts):

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from phrasedet.modeling.losses import (LogisticPairLoss, RankingLoss, embedding_scores, mean_topk, neighbourhood_hinges,
                                        reduce_hinges)
+from phrasedet.modeling.losses import ranking as ranking_module
 from phrasedet.modeling.losses.logistic import sample_negative_captions
 from phrasedet.modeling.scorers import DotProductScorer
 
@@ -93,8 +94,10 @@ def test_euclidean_scores_are_minus_paper_000_code_distance():
     cos = torch.tensor([[0.0], [0.8]])
     assert torch.allclose(got, -(2 - 2 * cos + 1e-4).sqrt())
     assert torch.allclose(embedding_scores(a, b, "cosine"), cos)
-    with pytest.raises(ValueError, match="distance must be one of"):
+    assert torch.allclose(embedding_scores(a, b), cos)  # cosine is the default
+    with pytest.raises(ValueError) as e:
         embedding_scores(a, b, "manhattan")
+    assert str(e.value) == "distance must be one of ('cosine', 'euclidean'), got 'manhattan'"
 
 
 def test_neighbourhood_uses_the_farthest_caption_of_the_same_image():
@@ -123,17 +126,102 @@ def test_neighbourhood_term_in_the_loss():
     assert out["loss_neighbourhood"].item() == pytest.approx(2.0 * 0.21, abs=1e-6)
 
 
-def test_reduce_hinges_modes_and_errors():
-    h = torch.tensor([[0.0, 0.3, 0.1, 0.2]])
-    assert reduce_hinges(h, "all").item() == pytest.approx(0.6)
-    assert reduce_hinges(h, "hardest").item() == pytest.approx(0.3)
-    assert reduce_hinges(h, "topk", 2).item() == pytest.approx(0.5)
-    assert reduce_hinges(h, "topk", 10).item() == pytest.approx(0.6)
-    assert reduce_hinges(h[:, :0], "hardest").tolist() == [0.0]
-    with pytest.raises(ValueError, match="negatives must be one of"):
+def test_reduce_hinges_modes_row_by_row():
+    h = torch.tensor([[0.0, 0.3, 0.1, 0.2],
+                      [0.4, 0.0, 0.0, 0.05]])
+    assert reduce_hinges(h, "all").tolist() == pytest.approx([0.6, 0.45])
+    assert reduce_hinges(h, "hardest").tolist() == pytest.approx([0.3, 0.4])
+    assert reduce_hinges(h, "topk").tolist() == pytest.approx([0.3, 0.4])  # K = 1 by default
+    assert reduce_hinges(h, "topk", 2).tolist() == pytest.approx([0.5, 0.45])
+    assert reduce_hinges(h, "topk", 10).tolist() == pytest.approx([0.6, 0.45])
+    assert reduce_hinges(h[:, :0], "hardest").tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError) as e:
         reduce_hinges(h, "softmax")
-    with pytest.raises(ValueError, match="negatives must be one of"):
-        RankingLoss(negatives="semi-hard")
+    assert str(e.value) == "negatives must be one of ('all', 'hardest', 'topk'), got 'softmax'"
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"negatives": "semi-hard"}, "negatives must be one of ('all', 'hardest', 'topk'), got 'semi-hard'"),
+    ({"distance": "manhattan"}, "distance must be one of ('cosine', 'euclidean'), got 'manhattan'"),
+    ({"reduction": "max"}, "reduction must be one of ('sum', 'mean'), got 'max'"),
+    ({"topk": 0}, "topk must be >= 1, got 0"),
+])
+def test_ranking_loss_refuses_bad_settings_naming_them(kw, message):
+    with pytest.raises(ValueError) as e:
+        RankingLoss(**kw)
+    assert str(e.value) == message
+
+
+def test_defaults_are_vsepp_hardest_negative_summed_with_margin_0_2_over_the_gathered_batch(monkeypatch):
+    calls = []
+
+    def recording_gather(*batch):
+        calls.append(batch)
+        return batch
+
+    monkeypatch.setattr(ranking_module, "gather_batch", recording_gather)
+    out = RankingLoss()(torch.eye(3), S.t().clone(), torch.arange(3), torch.tensor([10, 11, 12]))
+    assert len(calls) == 1  # gather=True by default
+    # as in test_max_of_hinges_vsepp_keeps_only_the_hardest_negative
+    assert {k: v.item() for k, v in out.items()} == pytest.approx({"loss_image_anchored": 0.30,
+                                                                   "loss_caption_anchored": 0.30})
+
+
+def _d(squared):
+    """Paper 000's code distance: sqrt(squared distance + 1e-4)."""
+    return math.sqrt(squared + 1e-4)
+
+
+def test_euclidean_ranking_loss_by_hand():
+    # images at (0, 0), (4, 0); caption 0 at (0, 1) (image 0), caption 1 at (3, 0) (image 1); scores are -distances
+    images, captions = torch.tensor([[0.0, 0.0], [4.0, 0.0]]), torch.tensor([[0.0, 1.0], [3.0, 0.0]])
+    out = RankingLoss(margin=3.0, negatives="all", distance="euclidean", gather=False)(
+        images, captions, torch.tensor([0, 1]), torch.tensor([1, 2]))
+    # image-anchored: image 0 with c1 against c0: 3 - d(i0, c1) + d(i0, c0) = 3 - 3 + 1; image 1: 3 - sqrt(17) + 1 < 0
+    assert out["loss_image_anchored"].item() == pytest.approx(3 - _d(9) + _d(1), abs=1e-6)
+    # caption-anchored: c0 with image 1: 3 - sqrt(17) + 1 < 0; c1 with image 0: 3 - d(i0, c1) + d(i1, c1) = 3 - 3 + 1
+    assert out["loss_caption_anchored"].item() == pytest.approx(3 - _d(9) + _d(1), abs=1e-6)
+
+
+def test_euclidean_neighbourhood_term_by_hand():
+    # captions 0 and 1 of one dataset image at (0, 0) and (0, 2); caption 2 of another at (0, 1)
+    captions = torch.tensor([[0.0, 0.0], [0.0, 2.0], [0.0, 1.0]])
+    loss = RankingLoss(margin=0.05, negatives="all", distance="euclidean", image_weight=0.0, caption_weight=0.0,
+                       neighbourhood_weight=1.0, gather=False)
+    out = loss(torch.zeros(2, 2), captions, torch.tensor([0, 0, 1]), torch.tensor([5, 6]))
+    # anchors c0 and c1: positive at distance 2 (each other), negative c2 at distance 1: 0.05 - d(1) + d(2) each
+    assert out["loss_neighbourhood"].item() == pytest.approx(2 * (0.05 - _d(1) + _d(4)), abs=1e-6)
+
+
+def test_mean_over_no_rows_is_zero_not_nan():
+    """No caption has another caption of its image: the neighbourhood term has no row and costs 0."""
+    loss = RankingLoss(image_weight=0.0, caption_weight=0.0, neighbourhood_weight=1.0, reduction="mean", gather=False)
+    out = loss(torch.eye(3), S.t().clone(), torch.arange(3), torch.tensor([10, 11, 12]))
+    assert out["loss_neighbourhood"].item() == 0.0
+
+
+@pytest.mark.parametrize("mask_same_image", [True, False])
+def test_the_loss_creates_its_tensors_on_the_inputs_device(mask_same_image):
+    """Index and mask tensors follow the inputs' device, not the default one (on a GPU, mixing devices is an
+    error): with the default device set to "meta", CPU inputs still give the hand values of
+    test_sum_of_hinges_vse0_by_hand."""
+    images, captions, owner, keys = torch.eye(3), S.t().clone(), torch.arange(3), torch.tensor([10, 11, 12])
+    loss = RankingLoss(negatives="all", neighbourhood_weight=1.0, mask_same_image=mask_same_image, gather=False)
+    with torch.device("meta"):
+        out = loss(images, captions, owner, keys)
+    assert {k: (v.device.type, v.item()) for k, v in out.items()} == {
+        "loss_image_anchored": ("cpu", pytest.approx(0.30)), "loss_caption_anchored": ("cpu", pytest.approx(0.35)),
+        "loss_neighbourhood": ("cpu", 0.0)}
+
+
+def test_neighbourhood_hinges_mask_lives_on_the_scores_device():
+    scores = torch.tensor([[1.0, 0.2, 0.5], [0.2, 1.0, 0.4], [0.5, 0.4, 1.0]])
+    same = torch.tensor([[1, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)
+    with torch.device("meta"):
+        hinges = neighbourhood_hinges(scores, same, margin=0.1)
+    # anchors 0 and 1 (each other's neighbour, score 0.2); negative caption 2: 0.1 + 0.5 - 0.2, 0.1 + 0.4 - 0.2
+    assert hinges.shape == (2, 3)
+    assert hinges.flatten().tolist() == pytest.approx([0, 0, 0.4, 0, 0, 0.3])
 
 
 def test_mean_topk():
@@ -151,17 +239,44 @@ def test_gradient_flows_only_through_hinges_that_are_violated():
     assert captions.grad[2].abs().sum().item() > 0.0
 
 
-def test_logistic_pair_loss_by_hand():
+@pytest.mark.parametrize("reduction, pairs", [(None, 4), ("mean", 4), ("sum", 1)])
+def test_logistic_pair_loss_by_hand(reduction, pairs):
+    """The mean over the pairs by default, or their sum."""
     images = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     captions = torch.tensor([[0.8, 0.6], [0.6, 0.8]])
     owner, keys = torch.tensor([0, 1]), torch.tensor([3, 4])
     # each caption's only other-image caption is the other one, so the negatives are fixed
     anchors, negs = sample_negative_captions(owner, keys)
     assert anchors.tolist() == [0, 1] and negs.tolist() == [1, 0]
-    out = LogisticPairLoss("mean")(DotProductScorer(), images, captions, owner, keys)
+    loss = LogisticPairLoss() if reduction is None else LogisticPairLoss(reduction)
+    out = loss(DotProductScorer(), images, captions, owner, keys)
     sp = lambda x: math.log1p(math.exp(x))  # noqa: E731
-    expected = (sp(-0.8) + sp(-0.8) + sp(0.6) + sp(0.6)) / 4  # positives (0,c0), (1,c1); negatives (0,c1), (1,c0)
-    assert out["loss_pair_logistic"].item() == pytest.approx(expected, rel=1e-6)
+    total = sp(-0.8) + sp(-0.8) + sp(0.6) + sp(0.6)  # positives (0,c0), (1,c1); negatives (0,c1), (1,c0)
+    assert out["loss_pair_logistic"].item() == pytest.approx(total / pairs, rel=1e-6)
+
+
+def test_logistic_pair_loss_refuses_another_reduction():
+    with pytest.raises(ValueError) as e:
+        LogisticPairLoss("max")
+    assert str(e.value) == "reduction must be 'sum' or 'mean', got 'max'"
+
+
+@pytest.mark.parametrize("owner", [[], [0, 0, 1]], ids=["no caption", "one dataset image"])
+def test_no_negative_without_a_caption_of_another_image(owner):
+    """Rows 0 and 1 are the same dataset image (key 4): no caption has a caption of another image."""
+    anchors, negatives = sample_negative_captions(torch.tensor(owner, dtype=torch.long), torch.tensor([4, 4]))
+    assert anchors.tolist() == [] and negatives.tolist() == []
+
+
+def test_negatives_are_drawn_from_the_given_generator_leaving_the_global_one_alone():
+    owner, keys = torch.arange(6), torch.arange(6)  # six captions of six images: 5 candidates each
+    draws = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        state = torch.get_rng_state()
+        draws.append(sample_negative_captions(owner, keys, generator=torch.Generator().manual_seed(0))[1].tolist())
+        assert torch.equal(torch.get_rng_state(), state)
+    assert draws[0] == draws[1]
 
 
 def test_logistic_negatives_never_come_from_the_same_image():
