@@ -183,3 +183,64 @@ def test_upsampled_points_by_hand_across_chunk_boundaries(monkeypatch, maps_per_
     monkeypatch.setattr(heatmaps_module, "_UPSAMPLED_PIXELS", 600 * maps_per_chunk)
     heat, sizes = _peaks()
     assert points_of_heatmaps(heat, sizes, "upsampled").tolist() == UPSAMPLED
+
+
+def test_corner_is_the_default_point_mode():
+    heat, sizes = _peaks()
+    assert points_of_heatmaps(heat, sizes).tolist() == CORNER
+
+
+@pytest.mark.parametrize("mode, pixels, calls", [
+    # upsampled: _UPSAMPLED_PIXELS // (H W) maps of 600-pixel images per call: 1200 -> 2 maps, the
+    # three 20 x 30 maps split 2 + 1 (sizes are grouped in sorted order: 10 x 60 first)
+    ("upsampled", 1200, [((10, 60), 2), ((20, 30), 2), ((20, 30), 1)]),
+    # an image larger than the bound still goes one map at a time
+    ("upsampled", 500, [((10, 60), 1)] * 2 + [((20, 30), 1)] * 3),
+    # corner and centre are not resized: one call per image size (_ROWS maps at most)
+    ("corner", 500, [((10, 60), 2), ((20, 30), 3)]),
+    ("centre", 1200, [((10, 60), 2), ((20, 30), 3)]),
+])
+def test_maps_are_taken_in_bounded_chunks_per_image_size(monkeypatch, mode, pixels, calls):
+    """The memory bound of points_of_heatmaps: each call of heatmap_points gets maps of one image
+    size, at most _UPSAMPLED_PIXELS upsampled pixels (and at least one map) in upsampled mode."""
+    seen, heatmap_points = [], heatmaps_module.heatmap_points
+
+    def recording(maps, size, point_mode):
+        seen.append((tuple(int(v) for v in size), len(maps)))
+        return heatmap_points(maps, size, point_mode)
+
+    monkeypatch.setattr(heatmaps_module, "heatmap_points", recording)
+    monkeypatch.setattr(heatmaps_module, "_UPSAMPLED_PIXELS", pixels)
+    heat, sizes = _peaks()
+    expected = {"upsampled": UPSAMPLED, "corner": CORNER, "centre": CENTRE}[mode]
+    assert points_of_heatmaps(heat, sizes, mode).tolist() == expected
+    assert seen == calls
+
+
+@pytest.mark.parametrize("heat, sizes, mode, message", [
+    (np.zeros((1, 2, 3)), [[20, 30]], "middle",
+     "heatmap point mode must be one of ('corner', 'centre', 'upsampled'), got 'middle'"),
+    # one size per map but the maps are not [Q, h, w]
+    (np.zeros((2, 3)), [[20, 30], [20, 30]], "corner",
+     "need heatmaps [Q, h, w] and one image size per map, got heatmaps (2, 3) and 2 image sizes"),
+    (np.zeros((2, 2, 3)), [[20, 30]], "corner",
+     "need heatmaps [Q, h, w] and one image size per map, got heatmaps (2, 2, 3) and 1 image sizes"),
+])
+def test_bad_heatmaps_and_modes(heat, sizes, mode, message):
+    with pytest.raises(ValueError) as e:
+        points_of_heatmaps(heat, sizes, mode)
+    assert str(e.value) == message
+
+
+def test_a_column_shaped_unique_inverse_is_flattened(monkeypatch):
+    """NumPy 2.0.0 returned ``np.unique(..., axis=0, return_inverse=True)``'s inverse as a column
+    [Q, 1] (fixed in 2.0.1); the maps must still be grouped by image size."""
+    unique = np.unique
+
+    def column_inverse(*args, **kwargs):
+        values, inverse = unique(*args, **kwargs)
+        return values, inverse.reshape(-1, 1)
+
+    monkeypatch.setattr(np, "unique", column_inverse)
+    heat, sizes = _peaks()
+    assert points_of_heatmaps(heat, sizes, "corner").tolist() == CORNER

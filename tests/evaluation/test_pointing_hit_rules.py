@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from phrasedet.evaluation import (HIT_RULES, PointingProtocol, all_rule_hits, box_distances, centre_points,
-                                  check_hit_rule, describe_rule, inclusive_hits, point_hits, query_centre_points,
-                                  rule_key, rule_keys, strict_hits, tolerance_hits)
+                                  check_hit_rule, describe_rule, inclusive_hits, point_hits, pointing_accuracy,
+                                  query_centre_points, rule_key, rule_keys, strict_hits, tolerance_hits)
 
 BOX = [10.0, 20.0, 50.0, 60.0]
 
@@ -67,11 +67,28 @@ def test_bad_rules_and_tolerances(rule, tolerance, message):
         check_hit_rule(rule, tolerance)
 
 
-def test_shape_errors():
-    with pytest.raises(ValueError, match=r"points must have shape \[N, 2\], got \(3,\)"):
-        strict_hits([1.0, 2.0, 3.0], [BOX])
-    with pytest.raises(ValueError, match="2 points for 1 boxes"):
-        strict_hits([(1.0, 2.0), (3.0, 4.0)], [BOX])
+@pytest.mark.parametrize("points, boxes, message", [
+    ([1.0, 2.0, 3.0], [BOX], "points must have shape [N, 2], got (3,)"),
+    ([[1.0, 2.0, 3.0]], [BOX], "points must have shape [N, 2], got (1, 3)"),  # 2-D, but 3 columns
+    ([(1.0, 2.0)], BOX, "boxes must have shape [N, 4], got (4,)"),
+    ([(1.0, 2.0)], [BOX[:3]], "boxes must have shape [N, 4], got (1, 3)"),
+    ([(1.0, 2.0), (3.0, 4.0)], [BOX], "2 points for 1 boxes: one point per box is needed"),
+])
+@pytest.mark.parametrize("rule", [strict_hits, inclusive_hits, tolerance_hits, box_distances])
+def test_shape_errors(rule, points, boxes, message):
+    """Every rule checks points [N, 2] against boxes [N, 4] and names the bad argument."""
+    with pytest.raises(ValueError) as e:
+        rule(points, boxes)
+    assert str(e.value) == message
+
+
+def test_integer_coordinates_are_computed_in_float64():
+    """Points and boxes given as Python ints (as read from JSON) are converted to float64: the
+    distances from (0, 0) and from (13, 14) to the box [3, 4, 10, 10] are both 5 (dx 3, dy 4)."""
+    boxes = [[3, 4, 10, 10]] * 3
+    distances = box_distances([[0, 0], [13, 14], [5, 5]], boxes)
+    assert distances.dtype == np.float64 and distances.tolist() == [5.0, 5.0, 0.0]
+    assert tolerance_hits([[0, 0], [13, 15]], boxes[:2], tolerance=5).tolist() == [True, False]
 
 
 def test_centre_baseline_on_a_hand_case():
@@ -85,3 +102,32 @@ def test_centre_baseline_on_a_hand_case():
     assert hits["strict"].tolist() == [True, False, False, False]
     assert hits["inclusive"].tolist() == [True, False, True, False]
     assert hits["tol15"].tolist() == [True, False, True, True]
+
+
+@pytest.mark.parametrize("sizes, shape", [([100, 200], "(2,)"), ([[100, 200, 3]], "(1, 3)")])
+def test_image_sizes_must_be_height_width_pairs(sizes, shape):
+    with pytest.raises(ValueError) as e:
+        centre_points(sizes)
+    assert str(e.value) == f"image sizes must have shape [N, 2] as (height, width), got {shape}"
+
+
+def test_centres_are_float64_in_column_major_order():
+    """Documented layout: float64 centres whatever the sizes' dtype, and query centres with
+    contiguous x and y columns (what the hit rules read); no query gives an empty [0, 2]."""
+    sizes = np.array([[3, 5], [40, 80]], np.float32)
+    centres = centre_points(sizes)
+    assert centres.dtype == np.float64 and centres.tolist() == [[2.5, 1.5], [40.0, 20.0]]
+    per_query = query_centre_points(sizes, [1, 0, 1])
+    assert per_query.dtype == np.float64 and per_query.flags.f_contiguous
+    assert per_query.tolist() == [[40.0, 20.0], [2.5, 1.5], [40.0, 20.0]]
+    assert query_centre_points(sizes, []).shape == (0, 2)
+
+
+def test_accuracy_is_a_percentage_and_nan_without_queries():
+    assert pointing_accuracy(np.array([True, False, False, True])) == 50.0
+    assert math.isnan(pointing_accuracy(np.array([], dtype=bool)))
+
+
+def test_the_default_protocol_is_strict_at_15_px():
+    assert PointingProtocol.checked() == ("strict", 15.0)
+    assert PointingProtocol.checked().key == "strict"

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from phrasedet.evaluation import (POINTING_PREDICTIONS_FILE, PointingGameEvaluator, evaluate_heatmaps_file,
+from phrasedet.evaluation import (POINTING_PREDICTIONS_FILE, PointingGameEvaluator, PointingProtocol, align_queries,
+                                  evaluate_heatmaps_file, evaluate_points, evaluate_points_file, load_pointing_split,
                                   save_heatmaps, save_points)
 
 from .retrieval_toy import load_tool
@@ -123,3 +124,83 @@ def test_integer_query_ids_are_read_as_strings(tool, tmp_path):
     path = str(tmp_path / "int_ids.npz")
     np.savez(path, query_id=np.arange(5), points=np.array([POINTS[q] for q in QUERY_IDS]))
     assert tool.main(["--dataset", name, "--points", path]) == {"pointing": EXPECTED}
+
+
+# ----------------------------------------------------------------------------- align_queries, evaluate_points
+def _toy_truth():
+    register()
+    return load_pointing_split(POINTING_TOY)
+
+
+def test_align_queries_gives_each_querys_row_in_the_file():
+    # file rows q4 q2 q0 q3 q1: dataset query q0 is row 2, q1 row 4, ...
+    rows = align_queries("f.npz", _toy_truth(), ["q4", "q2", "q0", "q3", "q1"])
+    assert rows.dtype == np.int64 and rows.tolist() == [2, 4, 1, 3, 0]
+
+
+@pytest.mark.parametrize("query_ids, message", [
+    # the query of file row 0 repeated (row 0 is a valid row, not "unset")
+    (QUERY_IDS + ["q0"], "f.npz: key 'query_id': 1 query ids appear more than once, e.g. query_id 'q0'"),
+    (QUERY_IDS + ["q3", "q1", "q2"],
+     "f.npz: key 'query_id': 3 query ids appear more than once, e.g. query_id 'q3', 'q1', 'q2'"),
+    (QUERY_IDS + ["q3", "q1", "q2", "q0"],
+     "f.npz: key 'query_id': 4 query ids appear more than once, e.g. query_id 'q3', 'q1', 'q2', ..."),
+    (QUERY_IDS + ["b", "a", "c"],
+     f"f.npz: key 'query_id': 3 query ids are not queries of dataset '{POINTING_TOY}', e.g. query_id 'b', 'a', 'c'"),
+    (QUERY_IDS + ["b", "a", "c", "d"],
+     f"f.npz: key 'query_id': 4 query ids are not queries of dataset '{POINTING_TOY}', "
+     "e.g. query_id 'b', 'a', 'c', ..."),
+    (["q4", "q1"], f"f.npz: 3 of the 5 queries of dataset '{POINTING_TOY}' are missing, e.g. query_id 'q0', 'q2', 'q3'"),
+    (["q2"], f"f.npz: 4 of the 5 queries of dataset '{POINTING_TOY}' are missing, e.g. query_id 'q0', 'q1', 'q3', ..."),
+    # a repeat is reported before an unknown id, an unknown id before a missing query
+    (["zz", "q0", "q0"], "f.npz: key 'query_id': 1 query ids appear more than once, e.g. query_id 'q0'"),
+    (["zz", "q0"],
+     f"f.npz: key 'query_id': 1 query ids are not queries of dataset '{POINTING_TOY}', e.g. query_id 'zz'"),
+])
+def test_align_queries_errors_name_the_file_and_at_most_three_ids(query_ids, message):
+    with pytest.raises(ValueError) as e:
+        align_queries("f.npz", _toy_truth(), query_ids)
+    assert str(e.value) == message
+
+
+def test_evaluate_points_needs_one_point_per_query():
+    with pytest.raises(ValueError) as e:
+        evaluate_points(_toy_truth(), np.zeros((4, 2)), PointingProtocol())
+    assert str(e.value) == \
+        f"dataset '{POINTING_TOY}': expected points of shape [5, 2] (one per query), got (4, 2)"
+
+
+def test_evaluate_points_file_defaults_and_tolerance(tmp_path):
+    """Called directly: strict is the default main rule, and the tolerance reaches the metrics
+    (at 14.99 px, q2, exactly 15 px from its box, misses)."""
+    _toy_truth()
+    path = str(tmp_path / "points.npz")
+    save_points(path, QUERY_IDS[::-1], [POINTS[q] for q in QUERY_IDS[::-1]])
+    assert evaluate_points_file(path, POINTING_TOY) == {"pointing": EXPECTED}
+    tol = evaluate_points_file(path, POINTING_TOY, "tolerance", 14.99)["pointing"]
+    assert (tol["accuracy"], tol["accuracy_tol14.99"], tol["tolerance"]) == (60.0, 60.0, 14.99)
+    save_points(path, QUERY_IDS[:4], [POINTS[q] for q in QUERY_IDS[:4]])
+    with pytest.raises(ValueError) as e:
+        evaluate_points_file(path, POINTING_TOY)
+    assert str(e.value) == f"{path}: 1 of the 5 queries of dataset '{POINTING_TOY}' are missing, e.g. query_id 'q4'"
+
+
+def test_evaluate_heatmaps_file_with_a_tolerance(tmp_path):
+    """Corner points (test_saved_heatmaps_corner_and_centre): q0 is exactly 10 px left of its box,
+    a hit at tolerance 10 and a miss at 9.99; q1, q2 and q3 hit at both."""
+    _toy_truth()
+    path = str(tmp_path / "heatmaps.npz")
+    save_heatmaps(path, QUERY_IDS, _heatmaps())
+    for tolerance, accuracy in ((10.0, 80.0), (9.99, 60.0)):
+        results = evaluate_heatmaps_file(path, POINTING_TOY, hit_rule="tolerance", tolerance=tolerance)["pointing"]
+        assert (results["accuracy"], results[f"accuracy_tol{tolerance:g}"], results["tolerance"]) == \
+            (accuracy, accuracy, tolerance)
+
+
+def test_a_heatmaps_file_missing_a_query_is_named(tmp_path):
+    _toy_truth()
+    path = str(tmp_path / "heatmaps.npz")
+    save_heatmaps(path, QUERY_IDS[:4], _heatmaps()[:4])
+    with pytest.raises(ValueError) as e:
+        evaluate_heatmaps_file(path, POINTING_TOY)
+    assert str(e.value) == f"{path}: 1 of the 5 queries of dataset '{POINTING_TOY}' are missing, e.g. query_id 'q4'"
