@@ -15,7 +15,7 @@ from phrasedet.data.ppa import WordNetUnavailable
 from phrasedet.engine import PhrasedetTrainer
 from phrasedet.engine.npa_hook import NegativePhraseHook
 from phrasedet.modeling.roi_heads.negative_phrases import (NegativePhraseTable, WordNetHypernyms, append_negative_targets,
-                                                           coannotated_pairs, draw_negatives, hypernym_pairs,
+                                                           coannotated_pairs, draw_negatives, head_word, hypernym_pairs,
                                                            negatives_per_image)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -126,6 +126,117 @@ def test_roi_heads_score_appended_negatives_against_the_source_foreground():
     with EventStorage():
         losses = heads.losses(images, features, proposals, targets, feats, [[1], []])
     assert all(torch.isfinite(v) for v in losses.values())
+
+
+
+@pytest.mark.parametrize("phrase, head", [("young man", "man"), ("man", "man"), ("a red  shirt ", "shirt"), ("", ""),
+                                          ("   ", "")])
+def test_head_word_is_the_last_token_and_empty_for_an_empty_phrase(phrase, head):
+    assert head_word(phrase) == head
+
+
+class _Synset:
+    """The part of an nltk synset that WordNetHypernyms reads: lemma names, (instance) hypernyms,
+    and ``closure`` (every synset reachable through ``rel``, the synset itself excluded)."""
+
+    def __init__(self, *names, parents=(), instance_of=()):
+        self.names, self.parents, self.instance_of = list(names), list(parents), list(instance_of)
+
+    def lemma_names(self):
+        return self.names
+
+    def hypernyms(self):
+        return self.parents
+
+    def instance_hypernyms(self):
+        return self.instance_of
+
+    def closure(self, rel):
+        seen, todo = [], rel(self)
+        while todo:
+            s = todo.pop(0)
+            if s not in seen:
+                seen.append(s)
+                todo.extend(rel(s))
+        return seen
+
+
+class _FakeWordNet:
+    def __init__(self, synsets):
+        self._synsets = synsets
+
+    def synsets(self, word):
+        return self._synsets.get(word, [])
+
+
+def test_wordnet_hypernyms_are_the_lowercased_lemmas_of_the_transitive_closure_with_spaces():
+    animal = _Synset("Animal", "Animate_Being")
+    dog = _Synset("Dog", "domestic_dog", parents=[animal])
+    terrier = _Synset("terrier", parents=[_Synset("Hunting_Dog", parents=[dog])])
+    breed = _Synset("Rin_Tin_Tin", instance_of=[_Synset("Film_Star")])  # a second sense, an instance
+    hypernyms = WordNetHypernyms(_FakeWordNet({"terrier": [terrier, breed]}))  # the given reader, not nltk's
+    assert hypernyms("terrier") == {"hunting dog", "dog", "domestic dog", "animal", "animate being", "film star"}
+    assert hypernyms("unknown") == set()
+
+
+def test_coannotation_reads_the_individual_boxes_and_falls_back_to_the_bbox():
+    # "men" is a chain of two people: its individual boxes, not their union bbox, meet the other phrases.
+    # "guy" has no "boxes" key and "person" an empty list: each is its bbox.
+    # A record without annotations counts nothing.
+    left, right = [0.0, 0.0, 10.0, 10.0], [20.0, 0.0, 30.0, 10.0]
+    records = [{"annotations": [{"phrase": "men", "bbox": [0.0, 0.0, 30.0, 10.0], "boxes": [left, right]},
+                                {"phrase": "guy", "bbox": right},
+                                {"phrase": "person", "bbox": left, "boxes": []}]},
+               {"file_name": "no_annotations.jpg"}]
+    assert coannotated_pairs(records, 1) == {frozenset(("men", "guy")), frozenset(("men", "person"))}
+
+
+def test_table_ties_keep_the_vocabulary_order_however_many():
+    # 20 equal scores: an unstable sort (std::sort beyond 16 elements) would shuffle them
+    vocab = [f"n{i:02d}" for i in range(20)]
+    table = NegativePhraseTable.from_scores(["n05"], vocab, torch.zeros(1, 20), 20)
+    assert table.rows == {"n05": [v for v in vocab if v != "n05"]}
+
+
+def test_table_state_dict_round_trip():
+    table = NegativePhraseTable({"man": ("dog", "car")})
+    assert table.state_dict() == {"rows": {"man": ["dog", "car"]}}
+    assert NegativePhraseTable.from_state_dict({"rows": {"dog": ["cat"]}}).rows == {"dog": ["cat"]}
+
+
+def test_sample_defaults_to_one_negative():
+    table = NegativePhraseTable({"a": ["n1", "n2", "n3", "n4"]})
+    drawn = table.sample("a")
+    assert len(drawn) == 1 and drawn[0] in table.rows["a"]
+
+
+@pytest.mark.parametrize("k", [0, -1])
+def test_sampling_no_negative_returns_none_and_leaves_the_generator_untouched(k):
+    table = NegativePhraseTable({"a": ["n1", "n2", "n3", "n4"]})
+    g = torch.Generator().manual_seed(0)
+    state = g.get_state()
+    assert table.sample("a", k, g) == []
+    assert torch.equal(g.get_state(), state)
+
+
+@pytest.mark.parametrize("draw", [
+    lambda table, g: table.sample("a", 2, g),
+    lambda table, g: draw_negatives(table, ["a", "b"], 1.0, g),
+], ids=["sample", "draw_negatives"])
+def test_a_given_generator_is_the_only_randomness_used(draw):
+    table = NegativePhraseTable({p: [f"n{i}" for i in range(8)] for p in ("a", "b")})
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    first = draw(table, torch.Generator().manual_seed(1))
+    assert torch.equal(torch.get_rng_state(), before)  # torch's global RNG was not consumed
+    assert draw(table, torch.Generator().manual_seed(1)) == first
+
+
+def test_no_sources_appends_no_rows():
+    iou = torch.tensor([[0.9, 0.1]])
+    sampled = torch.tensor([[True, False]])
+    new_iou, new_sampled = append_negative_targets(iou, sampled, [], fg_threshold=0.5)
+    assert torch.equal(new_iou, iou) and torch.equal(new_sampled, sampled)
 
 
 # ---------------------------------------------------------------- training

@@ -77,6 +77,27 @@ def test_per_phrase_iou_and_sampling():
     assert sampled[0, 0] and sampled[1, 1]
 
 
+
+def test_phrase_iou_takes_the_best_of_several_instances_and_zero_without_one():
+    # regions A [0, 0, 10, 10], B [20, 20, 30, 30], C [0, 0, 10, 20]; phrase 0 has two instances (A's and B's box),
+    # phrase 1 none, phrase 2 C's box; the last instance (C's box again) is not asked about (-1).
+    boxes = Boxes(torch.tensor([[0.0, 0, 10, 10], [20.0, 20, 30, 30], [0.0, 0, 10, 20]]))
+    gt = Boxes(torch.tensor([[0.0, 0, 10, 10], [20.0, 20, 30, 30], [0.0, 0, 10, 20], [0.0, 0, 10, 20]]))
+    iou, matched = phrase_iou(boxes, gt, torch.tensor([0, 0, 2, -1]), 3)
+    # A vs C's box: 100 / 200 = 0.5
+    assert iou.tolist() == [[1.0, 1.0, 0.5], [0.0, 0.0, 0.0], [0.5, 0.0, 1.0]]
+    assert matched[0].tolist() == [0, 1, 0]  # the instance each region overlaps best
+    assert matched[2, 0].item() == 2 and matched[2, 2].item() == 2  # never the unasked instance 3
+
+
+def test_phrase_iou_outputs_stay_on_the_boxes_device():
+    # meta tensors stand in for a GPU: ``matched`` on another device than the boxes would break
+    # ``gt_boxes.tensor[matched[:, keep]]`` in the ROI heads
+    boxes, gt = Boxes(torch.zeros(3, 4, device="meta")), Boxes(torch.zeros(2, 4, device="meta"))
+    iou, matched = phrase_iou(boxes, gt, torch.tensor([0, 1]), 2)
+    assert (iou.device.type, matched.device.type) == ("meta", "meta")
+    assert iou.shape == matched.shape == (2, 3) and matched.dtype == torch.long
+
 def test_qa_rcnn_loss_by_hand():
     cfg = _cfg()
     clf = QARCNNClassifier(cfg, region_dim=2, phrase_dim=2)
