@@ -2,10 +2,13 @@
 half of the seeds agree" (docs/RETRIEVAL.md step 5, docs/POINTING.md) at a mean of exactly zero,
 exactly half of the seeds agreeing (1 of 2, 2 of 4) and one fewer, and a seed with a difference of
 exactly zero (no agreement), through both families' ``claim_verdicts``."""
+import math
+import warnings
+
 import pytest
 
 from phrasedet.engine import pointing_claims, retrieval_claims
-from phrasedet.engine.claims import holds
+from phrasedet.engine.claims import cell, difference, holds, mean_sd, verdict
 
 # (per-seed differences, holds): every difference and mean is exact in float64
 CASES = [
@@ -107,3 +110,38 @@ def test_pointing_verdicts_of_two_seeds_one_agreeing():
     assert v["per_seed"] == [2.0, -1.0] and v["holds"]
     (v,) = pointing_claims.claim_verdicts({"dsve_loc": [_run(21.0, 20.0, 0.0, 0.0), _run(19.0, 20.0, 0.0, 0.0)]})
     assert v["per_seed"] == [1.0, -1.0] and v["mean"] == 0.0 and not v["holds"]
+
+
+# ----------------------------------------------------------------------------- phrasedet/engine/claims.py directly
+def test_difference_refuses_runs_of_different_seeds_naming_both_models():
+    runs = {"vsepp": [{"rsum": 1.0}] * 3, "vse0": [{"rsum": 1.0}] * 2}
+    with pytest.raises(ValueError) as e:
+        difference(runs, "vsepp", "vse0", "rsum")
+    assert str(e.value) == "vsepp has 3 runs and vse0 2: compare the same seeds"
+
+
+def test_difference_is_seed_by_seed_on_the_given_key():
+    runs = {"a": [{"r": 5.0, "s": 0.0}, {"r": 1.0, "s": 0.0}], "b": [{"r": 2.0, "s": 9.0}, {"r": 4.0, "s": 9.0}]}
+    assert difference(runs, "a", "b", "r") == [3.0, -3.0]
+
+
+def test_verdict_record_and_sentence():
+    # [+2, -1, +0.5]: mean +0.5, 2 of 3 seeds
+    v = verdict("claim X", "+1.0 (Table 9)", [2.0, -1.0, 0.5], "pts", "; more")
+    assert v == {"claim": "claim X", "holds": True, "mean": 0.5, "per_seed": [2.0, -1.0, 0.5],
+                 "text": "claim X: HOLDS here: mean +0.5 pts, 2/3 seeds (+2.0, -1.0, +0.5); more; paper +1.0 (Table 9)."}
+    assert verdict("claim Y", "+4", [-2.0], "pts")["text"] == \
+        "claim Y: DOES NOT HOLD here: mean -2.0 pts, 0/1 seeds (-2.0); paper +4."
+
+
+@pytest.mark.parametrize("values, mean, sd, text", [
+    ([1.0, 2.0, 3.0, 4.0], 2.5, (5 / 3) ** 0.5, "2.5 ± 1.3"),   # sample sd: sqrt(5/3) = 1.29
+    ([1.0, 3.0], 2.0, 2 ** 0.5, "2.0 ± 1.4"),
+    ([5.0], 5.0, None, "5.0"),                                  # one value: no spread
+])
+def test_mean_sd_and_cell(values, mean, sd, text):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one value: NaN by design, not numpy's "degrees of freedom <= 0" warning
+        m, s = mean_sd(values)
+    assert m == mean and (math.isnan(s) if sd is None else s == pytest.approx(sd))
+    assert cell(values) == text
