@@ -134,3 +134,14 @@ def test_not_killed_names_every_mutant_whose_last_result_is_not_a_kill(tmp_path)
     (tmp_path / "mutants" / "phrasedet" / "m.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
     assert mutation.not_killed(str(tmp_path), ["phrasedet/m.py", "phrasedet/absent.py"]) == [
         "phrasedet.m.x_f__mutmut_2", "phrasedet.m.x_f__mutmut_4", "phrasedet.m.x_f__mutmut_5"]
+
+
+@pytest.mark.parametrize("name", [name for name, scope in mutation.SCOPES.items() if scope.deselect])
+def test_a_deselected_test_is_passed_to_pytest_and_exists(tmp_path, name):
+    scope = mutation.SCOPES[name]
+    mutation.write_setup_cfg(scope, str(tmp_path))
+    text = (tmp_path / "setup.cfg").read_text()
+    for test in scope.deselect:
+        path, name = test.split("::")
+        assert path in scope.tests and f"def {name}(" in open(os.path.join(ROOT, path)).read()
+        assert f"\n    --deselect\n    {test}\n" in text.split("pytest_add_cli_args=")[1]

@@ -42,10 +42,13 @@ EQUIVALENTS_DOC = os.path.join(ROOT, "docs", "MUTATION.md")
 @dataclass(frozen=True)
 class Scope:
     """``modules``: source files mutated (relative to the repository root); ``tests``: the test
-    files run against their mutants."""
+    files run against their mutants; ``deselect``: test ids of those files left out, end-to-end
+    runs that call nearly every mutated function and would make each mutant cost tens of seconds
+    (the unit tests of the same files pin the behaviour they check)."""
 
     modules: tuple
     tests: tuple
+    deselect: tuple = ()
 
 
 def _files(folder, names):
@@ -59,7 +62,11 @@ SCOPES = {
                 "phrase_filter.py", "report.py"]),
         _files("tests/evaluation",
                ["test_phrase_detection_ap.py", "test_summary_and_localization.py", "test_boundaries_phrase_detection.py",
-                "test_ppa_evaluation.py", "test_phrase_filter.py", "test_evaluator.py", "test_predictions_file.py"])),
+                "test_ppa_evaluation.py", "test_phrase_filter.py", "test_evaluator.py", "test_predictions_file.py"]),
+        # each trains a detector or runs tools/ on the built-in dataset (15-140 s on 2 cores)
+        deselect=("tests/evaluation/test_predictions_file.py::test_command_agrees_with_in_loop_evaluator_jsonl_and_json",
+                  "tests/evaluation/test_predictions_file.py::test_tool_prints_table_and_writes_results",
+                  "tests/evaluation/test_phrase_filter.py::test_large_vocabulary_is_filtered_image_by_image")),
     "retrieval_eval": Scope(
         _files("phrasedet/evaluation/retrieval", ["metrics.py", "ranks.py", "protocols.py", "scorers.py"]),
         _files("tests/evaluation",
@@ -76,7 +83,10 @@ SCOPES = {
                 "visual_genome.py", "vsepp_precomp.py"]),
         _files("tests/data",
                ["test_flickr30k_entities.py", "test_referit.py", "test_caption_datasets.py", "test_visual_genome.py",
-                "test_boundaries_readers.py"])),
+                "test_boundaries_readers.py"]),
+        # a fresh interpreter that imports everything; the built-in dataset written and read in full
+        deselect=("tests/data/test_caption_datasets.py::test_registration_reads_no_file",
+                  "tests/data/test_caption_datasets.py::test_builtin_captions_equal_the_entities_loader")),
     "text": Scope(
         _files("phrasedet/text", ["normalize.py", "tokenize.py", "vocab.py", "word_vocab.py"])
         + ("phrasedet/data/statistics.py",),
@@ -84,7 +94,8 @@ SCOPES = {
         + ("tests/data/test_statistics.py",)),
     "cca": Scope(
         _files("phrasedet/modeling", ["cca.py", "cca_layers.py", "cca_fitting.py", "deep_cca.py"]),
-        _files("tests/modeling", ["test_cca.py", "test_cca_layers.py", "test_deep_cca.py", "test_boundaries_cca_losses.py"])),
+        _files("tests/modeling", ["test_cca.py", "test_cca_layers.py", "test_cca_fitting.py", "test_deep_cca.py",
+                                  "test_boundaries_cca_losses.py"])),
     "losses": Scope(
         _files("phrasedet/modeling/losses", ["ranking.py", "instance.py", "logistic.py", "gather.py"]),
         _files("tests/modeling",
@@ -93,7 +104,10 @@ SCOPES = {
         ("phrasedet/modeling/roi_heads/phrase_sampling.py", "phrasedet/data/phrase_sampling.py",
          "phrasedet/modeling/roi_heads/negative_phrases.py"),
         ("tests/modeling/test_phrase_roi_heads.py", "tests/modeling/test_negative_phrases.py",
-         "tests/data/test_phrase_sampling.py", "tests/modeling/test_boundaries_sampling.py")),
+         "tests/data/test_phrase_sampling.py", "tests/modeling/test_boundaries_sampling.py"),
+        # 20 s: five training iterations with NPA, killed, resumed and repeated
+        deselect=("tests/modeling/test_negative_phrases.py::"
+                  "test_training_with_npa_refreshes_the_table_resumes_and_repeats_exactly",)),
     "verdicts": Scope(
         _files("phrasedet/engine", ["init_comparison.py", "claims.py", "retrieval_claims.py", "pointing_claims.py"]),
         ("tests/test_init_comparison.py", "tests/test_retrieval_claims.py", "tests/test_pointing_claims.py",
@@ -229,11 +243,13 @@ def write_setup_cfg(scope, workdir):
     def block(values):
         return "".join(f"\n    {v}" for v in values)
 
+    deselect = [arg for test in scope.deselect for arg in ("--deselect", test)]
+
     text = ("[mutmut]\n"
             "source_paths=phrasedet/\n"
             f"only_mutate={block(scope.modules)}\n"
             f"pytest_add_cli_args_test_selection={block(scope.tests)}\n"
-            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q'])}\n"
+            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *deselect])}\n"
             f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
             "also_copy=\n    configs/\n    tools/\n    pytest.ini\n"
             "process_isolation=forkserver\n")

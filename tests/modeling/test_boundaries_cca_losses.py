@@ -14,7 +14,7 @@ import pytest
 import torch
 from detectron2.structures import Boxes, ImageList, Instances
 
-from phrasedet.modeling.cca import fit_cca_paired
+from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca, fit_cca_paired
 from phrasedet.modeling.cca_fitting import collect_positive_pairs, fit_cca_from_detector, fit_stacked_cca
 from phrasedet.modeling.classifiers import CITEClassifier, EmbeddingNetClassifier, PhraseTargets
 from phrasedet.modeling.deep_cca import cca_correlation_loss
@@ -52,6 +52,17 @@ def test_one_dimensional_cca_correlation_is_shrunk_by_the_ridge_on_both_variance
     half = fit_cca_paired(X1[:, None], Y, ridge=0.5, power=0.0)
     np.testing.assert_allclose(half.correlations, [1 / 3], rtol=1e-12)
     np.testing.assert_allclose(half.scale, [1.0], rtol=1e-12)
+
+
+def test_the_default_ridge_and_power_are_the_released_codes():
+    # ridge 1e-4, power 1: rho = 0.5 / (1 + 1e-4) and scale = rho (ridge 1.0001 would give 0.2500;
+    # power 2 a scale of rho^2 = 0.2499)
+    rho = 0.5 / 1.0001
+    moments = PhraseGroupedMoments(1, 3)
+    moments.add(X1[:, None], np.arange(3))
+    for cca in (fit_cca(moments, Y), fit_cca_paired(X1[:, None], Y)):
+        np.testing.assert_allclose(cca.correlations, [rho], rtol=1e-12)
+        np.testing.assert_allclose(cca.scale, [rho], rtol=1e-12)
 
 
 def _rank_deficient_expected(r):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca
+from phrasedet.modeling.cca import CCAProjection, PhraseGroupedMoments, fit_cca
 
 
 def _synthetic(n, rho=(0.9, 0.6), seed=0):
@@ -63,12 +63,68 @@ def test_agrees_with_scikit_learn_on_a_small_case():
         assert abs(np.corrcoef(px[:, i], xs[:, i])[0, 1]) > 0.9999
 
 
-def test_bad_input_is_named():
+@pytest.mark.parametrize("regions, ids, message", [
+    (np.zeros((2, 4)), [0, 1], "regions (2, 4) and phrase_ids (2,) do not match D_x = 3"),  # D_x
+    (np.zeros((2, 3)), [0], "regions (2, 3) and phrase_ids (1,) do not match D_x = 3"),  # one id for two rows
+    (np.zeros(3), [0, 1, 2], "regions (3,) and phrase_ids (3,) do not match D_x = 3"),  # not [N, D_x]
+])
+def test_bad_input_is_named(regions, ids, message):
     m = PhraseGroupedMoments(3, 2)
-    with pytest.raises(ValueError, match="do not match D_x = 3"):
-        m.add(np.zeros((2, 4)), [0, 1])
-    with pytest.raises(ValueError, match="at least 2 pairs"):
-        m.covariances(np.zeros((2, 2)))
+    with pytest.raises(ValueError) as e:
+        m.add(regions, ids)
+    assert str(e.value) == message
+    assert m.n == 0
+
+
+def test_one_pair_is_refused_and_two_are_enough():
+    m = PhraseGroupedMoments(1, 2)
+    m.add([[0.0]], [0])
+    with pytest.raises(ValueError) as e:
+        m.covariances([[1.0], [3.0]])
+    assert str(e.value) == "CCA needs at least 2 pairs, got 1"
+    # pairs (0, 1) and (2, 3): means 1 and 2, and every (co)variance ((-1)^2 + 1^2) / (2 - 1) = 2
+    m.add([[2.0]], [1])
+    mean_x, mean_y, s11, s22, s12 = m.covariances([[1.0], [3.0]])
+    assert (mean_x.tolist(), mean_y.tolist(), s11.tolist(), s22.tolist(), s12.tolist()) == ([1.0], [2.0], [[2.0]], [[2.0]], [[2.0]])
+
+
+def test_an_empty_batch_adds_nothing():
+    """A batch without pairs (``phrase_ids`` an empty list) leaves the moments as they were."""
+    m = PhraseGroupedMoments(2, 3)
+    m.add([[1.0, 2.0]], [1])
+    m.add(np.zeros((0, 2)), [])
+    assert m.n == 1
+    assert m.sum_x.tolist() == [1.0, 2.0] and m.sum_xx.tolist() == [[1.0, 2.0], [2.0, 4.0]]
+    assert m.region_sum_per_phrase.tolist() == [[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]]
+    assert m.count_per_phrase.tolist() == [0.0, 1.0, 0.0]
+
+
+def test_float32_regions_are_accumulated_in_float64():
+    """4097^2 + 1^2 = 16785410 is exact in float64; a float32 product would round it (float32 holds
+    integers exactly only up to 2^24 = 16777216)."""
+    m = PhraseGroupedMoments(1, 1)
+    m.add(np.array([[4097.0], [1.0]], dtype=np.float32), [0, 0])
+    assert m.sum_xx.tolist() == [[16785410.0]]
+    assert m.region_sum_per_phrase.tolist() == [[4098.0]]
+
+
+def test_the_default_chunk_is_2048_phrase_rows():
+    rng = np.random.default_rng(4)
+    table = rng.standard_normal((4098, 2))  # two chunks and a bit
+    m = _moments(rng.standard_normal((4098, 2)), table, np.arange(4098), batches=1)
+    for a, b in zip(m.covariances(table), m.covariances(table, chunk_rows=2048)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("side", ["regions", "phrases"])
+def test_projections_are_computed_in_float64_whatever_the_stored_dtype(side):
+    """A CCA file may hold float32 arrays: the projection is still float64 (1/3 is not a float32)."""
+    f32 = np.float32
+    cca = CCAProjection(np.array([0.0], f32), np.array([0.0], f32), np.array([[1.0]], f32), np.array([[1.0]], f32),
+                        np.array([1.0], f32), np.array([3.0], f32))
+    out = getattr(cca, f"project_{side}")(np.array([[1.0]], f32) / f32(9.0))
+    assert out.dtype == np.float64
+    assert out.tolist() == [[float(f32(1.0) / f32(9.0)) * 3.0]]
 
 
 def test_stacked_layers_second_fitted_on_relu_of_first():

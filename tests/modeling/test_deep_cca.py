@@ -1,5 +1,9 @@
 """Deep CCA (paper 003 Sec. 3.3.3): the correlation loss, its training, the classifier, its file and
 the recipe's checks."""
+import logging
+import math
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +14,7 @@ from phrasedet.engine.recipe import CCALayers, _apply_cca, _check
 from phrasedet.fileio import BadFileError
 from phrasedet.modeling.cca import CCAProjection, fit_cca_paired
 from phrasedet.modeling.classifiers import DeepCCAClassifier, build_region_classifier
-from phrasedet.modeling.deep_cca import DeepCCAProjector, cca_correlation_loss, paired_correlations, train_deep_cca
+from phrasedet.modeling.deep_cca import DeepCCAProjector, cca_correlation_loss, deep_cca_layer, paired_correlations, train_deep_cca
 from phrasedet.modeling.deep_cca_fitting import load_deep_cca, save_deep_cca
 from tests.modeling.cca_reference import numpy_regularized_cca
 
@@ -42,6 +46,14 @@ def test_loss_of_one_dimensional_views_is_minus_the_absolute_pearson_correlation
     assert cca_correlation_loss(x, -y, ridge=0.0).item() == pytest.approx(-0.8)  # a canonical correlation is >= 0
     # ridge r on both variances (5 / 3 each, covariance 4 / 3): rho = (4/3) / (5/3 + r)
     assert cca_correlation_loss(x, y, ridge=0.5).item() == pytest.approx(-(4 / 3) / (5 / 3 + 0.5))
+    # the default ridge is 1e-4, the released code's
+    assert cca_correlation_loss(x, y).item() == pytest.approx(-(4 / 3) / (5 / 3 + 1e-4), rel=1e-12)
+
+
+def test_two_pairs_are_enough():
+    # x = (0, 1), y = (0, 2): perfectly correlated; without ridge rho = 1
+    x = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    assert cca_correlation_loss(x, 2 * x, ridge=0.0).item() == pytest.approx(-1.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("dims", [(2, 3), (4, 2)])
@@ -76,9 +88,41 @@ def test_gradient_stays_finite_with_fewer_pairs_than_dimensions():
     assert torch.isfinite(x.grad).all() and torch.isfinite(y.grad).all()
 
 
-def test_unpaired_rows_are_refused():
-    with pytest.raises(ValueError, match=r"paired rows .* got \(3, 2\) and \(4, 2\)"):
-        cca_correlation_loss(torch.zeros(3, 2), torch.zeros(4, 2))
+@pytest.mark.parametrize("shapes", [((3, 2), (4, 2)), ((3,), (3, 1)), ((3, 1), (3,)), ((1, 2), (1, 2))])
+def test_unpaired_rows_are_refused(shapes):
+    """Unpaired rows, a view that is not [N, d], or a single pair (no covariance)."""
+    with pytest.raises(ValueError) as e:
+        cca_correlation_loss(torch.zeros(shapes[0]), torch.zeros(shapes[1]))
+    assert str(e.value) == f"cca_correlation_loss needs paired rows [N, d1], [N, d2] with N >= 2, got {shapes[0]} and {shapes[1]}"
+
+
+def test_deep_cca_layer_by_hand():
+    # standardize (3 - 1) / 2 = 1, then 2 * 1 - 1 = 1 and -1 * 1 + 0 = -1: sigmoid(1), sigmoid(-1)
+    out = deep_cca_layer(torch.tensor([[3.0]]), torch.tensor([1.0]), torch.tensor([2.0]), torch.tensor([[2.0], [-1.0]]),
+                         torch.tensor([-1.0, 0.0]))
+    s = 1 / (1 + math.exp(-1))
+    assert out.tolist() == [[pytest.approx(s, rel=1e-6), pytest.approx(1 - s, rel=1e-6)]]
+
+
+def test_paired_correlations_by_hand():
+    # column 0: a (1, 2, 3) -> centered (-1, 0, 1); b (11, 13, 12) -> (-1, 1, 0): 1 / sqrt(2 * 2) = 0.5
+    # column 1: a (5, 5, 8) -> (-1, -1, 2); b (0, 0, 6) -> (-2, -2, 4): 12 / sqrt(6 * 24) = 1
+    # column 2: a constant -> 0; column 3: b (4, 6, 2) -> (0, 2, -2), a (1, 2, 3): -2 / sqrt(2 * 8) = -0.5
+    # column 4: column 0 / 10, so a norm of 0.02 (< 1): 0.5 again
+    a = np.array([[1.0, 5, 7, 1, 0.1], [2, 5, 7, 2, 0.2], [3, 8, 7, 3, 0.3]])
+    b = np.array([[11.0, 0, 1, 4, 1.1], [13, 0, 2, 6, 1.3], [12, 6, 3, 2, 1.2]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the constant column divides nothing by 0
+        np.testing.assert_allclose(paired_correlations(a, b), [0.5, 1.0, 0.0, -0.5, 0.5], rtol=1e-12)
+
+
+def test_paired_correlations_are_computed_in_float64():
+    # a = (0, 1, 0), b = (0, 1, 3): centered (-1, 2, -1) / 3 and (-4, -1, 5) / 3, correlation
+    # (-3 / 9) / sqrt(6 / 9 * 42 / 9) = -1 / sqrt(28). Given as float32, b's mean 4/3 and the centered
+    # values are not float32 numbers: they must be float64 for the answer to 1e-12 (float32: ~1e-8 off).
+    a, b = np.array([[0.0], [1.0], [0.0]]), np.array([[0.0], [1.0], [3.0]])
+    for x, y in ((a, b.astype(np.float32)), (b.astype(np.float32), a)):
+        np.testing.assert_allclose(paired_correlations(x, y), [-1 / math.sqrt(28)], rtol=1e-12)
 
 
 # ---------------------------------------------------------------- training
@@ -117,8 +161,10 @@ def test_minibatches_and_bad_settings():
     x[3, 1] = np.nan
     with pytest.raises(ValueError, match="regions hold values that are not finite"):
         train_deep_cca(x, y, 4, 32, 5, 0.01)
-    with pytest.raises(ValueError, match="a covariance is not positive definite"):
+    with pytest.raises(ValueError) as e:
         cca_correlation_loss(torch.tensor(x), torch.tensor(y))
+    assert str(e.value) == ("cca_correlation_loss: a covariance is not positive definite (non-finite features, "
+                            "or raise the ridge)")
 
 
 # ---------------------------------------------------------------- the classifier and its file
@@ -233,3 +279,134 @@ def test_apply_cca_loads_the_deep_cca_into_the_classifier_and_names_a_missing_on
     np.testing.assert_array_equal(clf.phrase_weight.numpy(), p.phrase_weight.astype(np.float32))
     with pytest.raises(ValueError, match=r"DeepCCAClassifier needs stage 2's Deep CCA \(.*stage2_cca/deep_cca.npz\)"):
         _apply_cca(cfg, model, [p.cca])
+
+
+def test_projector_of_float32_arrays_computes_in_float64():
+    """A Deep CCA file may hold float32 arrays: the layer still runs in float64 (mixed float32
+    weights and float64 inputs would not even multiply) and gives the float64 answer of those values."""
+    p = _projector(e=4, k=3)
+    f32 = DeepCCAProjector(*[np.asarray(getattr(p, f), np.float32) for f in list(vars(p))[:-1]], p.cca)
+    f64 = DeepCCAProjector(*[np.asarray(getattr(f32, f), np.float64) for f in list(vars(p))[:-1]], p.cca)
+    x = np.array([[0.5, -1.0, 2.0]], np.float32)
+    for side, data in (("region", x), ("phrase", x[:, :2])):
+        out = f32.features(data, side)
+        assert out.dtype == np.float64
+        np.testing.assert_array_equal(out, f64.features(data.astype(np.float64), side))
+
+
+def test_training_standardizes_each_input_dimension_by_its_own_statistics():
+    # regions: column 0 (1, 3, 5, 7): mean 4, std sqrt(20 / 3); column 1 (0.1, 0.3, 0.2, 0.4): mean 0.25,
+    # std sqrt(0.05 / 3) (< 1: still divided by); column 2 constant 5: std 1 (a constant input stays 0)
+    x = np.array([[1.0, 0.1, 5.0], [3.0, 0.3, 5.0], [5.0, 0.2, 5.0], [7.0, 0.4, 5.0]])
+    y = np.array([[0.0], [1.0], [0.0], [2.0]])  # mean 0.75, std sqrt(2.75 / 3)
+    p = train_deep_cca(x, y, out_dim=1, batch_size=4, iters=0, lr=0.1)
+    np.testing.assert_allclose(p.region_mean, [4.0, 0.25, 5.0], rtol=1e-6)
+    np.testing.assert_allclose(p.region_std, [math.sqrt(20 / 3), math.sqrt(0.05 / 3), 1.0], rtol=1e-6)
+    np.testing.assert_allclose(p.phrase_mean, [0.75], rtol=1e-6)
+    np.testing.assert_allclose(p.phrase_std, [math.sqrt(2.75 / 3)], rtol=1e-6)
+
+
+# ---------------------------------------------------------------- training: settings, defaults, seeding
+_X4 = np.array([[1.0, 0.0], [2.0, 1.0], [0.0, 3.0], [4.0, 2.0], [3.0, 5.0], [5.0, 4.0]])
+_Y4 = np.array([[0.0], [1.0], [3.0], [2.0], [5.0], [4.0]])
+
+
+def _arrays_of(p):
+    return [p.region_weight, p.region_bias, p.phrase_weight, p.phrase_bias, p.cca.A, p.cca.B, p.cca.scale]
+
+
+def test_training_defaults_are_ridge_1e_4_seed_0_and_power_1():
+    default = train_deep_cca(_X4, _Y4, out_dim=2, batch_size=3, iters=4, lr=0.1)
+    explicit = train_deep_cca(_X4, _Y4, out_dim=2, batch_size=3, iters=4, lr=0.1, ridge=1e-4, seed=0, power=1.0)
+    for a, b in zip(_arrays_of(default), _arrays_of(explicit)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(default.cca.scale, default.cca.correlations)  # power 1
+
+
+# seed 0's initial region layer on _X4 (out_dim 2), pinned from torch 2.14's CPU generator
+PINNED_REGION_WEIGHT = [[0.60362202, 0.05568754], [-0.59912562, 0.67413074]]
+
+
+# after 5 Adam steps on batches of 3 of the 6 pairs (epochs of two batches, rows 0-2 and 3-5 of each shuffle)
+PINNED_TRAINED_REGION_WEIGHT = [[1.04171646, 0.39004007], [-0.36814767, 1.12417734]]
+
+
+@pytest.mark.parametrize("iters, expected", [(0, PINNED_REGION_WEIGHT), (5, PINNED_TRAINED_REGION_WEIGHT)])
+def test_seed_0_gives_the_pinned_layers(iters, expected):
+    """Reproducibility of published runs: seed 0 derives the same initialization and the same
+    minibatches as when this was pinned (a change in how the seed is drawn, or in which rows make an
+    epoch's batches, changes every run)."""
+    p = train_deep_cca(_X4, _Y4, out_dim=2, batch_size=3, iters=iters, lr=0.1, seed=0)
+    np.testing.assert_allclose(p.region_weight, expected, rtol=1e-6)
+
+
+def test_a_failing_step_is_named_and_the_final_cca_uses_the_power():
+    # 4 outputs from batches of 2 pairs without ridge: S11 is singular at the first step
+    with pytest.raises(ValueError) as e:
+        train_deep_cca(_X4, _Y4, out_dim=4, batch_size=2, iters=1, lr=0.1, ridge=0.0)
+    assert str(e.value) == ("Deep CCA step 1 (batch 2, lr 0.1): cca_correlation_loss: a covariance is not positive "
+                            "definite (non-finite features, or raise the ridge)")
+    p = train_deep_cca(_X4, _Y4, out_dim=2, batch_size=3, iters=1, lr=0.1, power=2.0)
+    np.testing.assert_allclose(p.cca.scale, p.cca.correlations ** 2, rtol=1e-12)
+
+
+def test_seeded_training_neither_reads_nor_changes_the_global_torch_generator():
+    """The batches and the initialization come from the seeded generator only: two runs with the
+    same seed agree whatever the global torch state, and that state is left as it was."""
+    runs = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        before = torch.get_rng_state()
+        runs.append(train_deep_cca(_X4, _Y4, out_dim=2, batch_size=2, iters=5, lr=0.1, seed=3))
+        assert torch.equal(torch.get_rng_state(), before)
+    for a, b in zip(_arrays_of(runs[0]), _arrays_of(runs[1])):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_unseeded_run_trains():
+    for seed in (None, -1):
+        p = train_deep_cca(_X4, _Y4, out_dim=2, batch_size=3, iters=2, lr=0.1, seed=seed)
+        assert np.isfinite(p.cca.correlations).all()
+
+
+def test_two_pairs_and_a_batch_of_two_are_enough():
+    p = train_deep_cca(_X4[:2], _Y4[:2], out_dim=1, batch_size=2, iters=1, lr=0.1)
+    assert p.cca.A.shape == (1, 1)
+
+
+@pytest.mark.parametrize("regions, phrases, batch_size, message", [
+    (np.zeros(4), np.zeros((4, 1)), 2,
+     "Deep CCA needs paired rows regions [N, D_r], phrases [N, D_t] with N >= 2, got (4,) and (4, 1)"),
+    (np.zeros((1, 2)), np.zeros((1, 1)), 2,
+     "Deep CCA needs paired rows regions [N, D_r], phrases [N, D_t] with N >= 2, got (1, 2) and (1, 1)"),
+    (_X4, np.where(_Y4 == 3.0, np.inf, _Y4), 2, "Deep CCA: phrases hold values that are not finite"),
+    (_X4, _Y4, 1, "Deep CCA's batch size must be >= 2 (covariances), got 1"),
+])
+def test_bad_training_input_is_named(regions, phrases, batch_size, message):
+    with pytest.raises(ValueError) as e:
+        train_deep_cca(regions, phrases, out_dim=1, batch_size=batch_size, iters=1, lr=0.1)
+    assert str(e.value) == message
+
+
+def test_a_loss_that_stops_being_finite_is_named(monkeypatch):
+    """Stands in a loss that turns NaN at the second step: the error names the step and what to change."""
+    from phrasedet.modeling import deep_cca as module
+
+    steps = []
+
+    def loss(h1, h2, ridge):
+        steps.append(1)
+        return h1.sum() * (float("nan") if len(steps) == 2 else 0.0)
+
+    monkeypatch.setattr(module, "cca_correlation_loss", loss)
+    with pytest.raises(ValueError) as e:
+        train_deep_cca(_X4, _Y4, out_dim=1, batch_size=3, iters=5, lr=0.1)
+    assert str(e.value) == "Deep CCA: the correlation loss is nan at step 2 (batch 3, lr 0.1): lower LR or raise BATCH_SIZE / RIDGE"
+
+
+@pytest.mark.parametrize("iters, logged", [(100, [1, 100]), (99, [1])])
+def test_progress_is_logged_at_the_first_step_and_every_100(caplog, iters, logged):
+    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.deep_cca"):
+        train_deep_cca(_X4, _Y4, out_dim=1, batch_size=6, iters=iters, lr=0.01)
+    steps = [int(r.getMessage().split()[3].split("/")[0]) for r in caplog.records if "Deep CCA step" in r.getMessage()]
+    assert steps == logged
