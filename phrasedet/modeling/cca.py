@@ -100,7 +100,7 @@ def _inv_sqrt(s: np.ndarray) -> np.ndarray:
 def _cholesky(s: np.ndarray):
     """Lower Cholesky factor L of ``s`` (s = L L^T), or None when ``s`` is not positive definite."""
     try:
-        return scipy.linalg.cholesky(s, lower=True, check_finite=False)
+        return scipy.linalg.cholesky(s, lower=True)
     except np.linalg.LinAlgError:
         return None
 
@@ -115,7 +115,7 @@ class _Whitening:
 
     def left(self, m: np.ndarray) -> np.ndarray:
         """W m."""
-        return self.inv_sqrt @ m if self.lower is None else scipy.linalg.solve_triangular(self.lower, m, lower=True, check_finite=False)
+        return self.inv_sqrt @ m if self.lower is None else scipy.linalg.solve_triangular(self.lower, m, lower=True)
 
     def right(self, m: np.ndarray) -> np.ndarray:
         """m W^T."""
@@ -125,7 +125,7 @@ class _Whitening:
         """W^T m."""
         if self.lower is None:
             return self.inv_sqrt @ m
-        return scipy.linalg.solve_triangular(self.lower, m, lower=True, trans="T", check_finite=False)
+        return scipy.linalg.solve_triangular(self.lower, m, lower=True, trans="T")
 
 
 @dataclass
@@ -153,6 +153,15 @@ class CCAProjection:
         return ((np.asarray(y, dtype=np.float64) - self.mean_y) @ self.B) * self.scale
 
 
+def _check_finite(covariance: np.ndarray, name: str) -> None:
+    """ValueError when ``covariance`` holds NaN or inf (from non-finite features, or sums that
+    overflow float64); the decompositions would otherwise fail or give NaN layers. S11 and S22
+    suffice: a NaN or inf feature reaches their diagonals, and |S12_ij| <= sqrt(S11_ii S22_jj)."""
+    if not np.isfinite(covariance).all():
+        raise ValueError(f"CCA: the {name} covariance holds values that are not finite "
+                         f"(NaN or inf {name} features, or sums too large for float64)")
+
+
 def fit_cca(moments: PhraseGroupedMoments, phrase_table, dim: int | None = None, ridge: float = 1e-4, power: float = 1.0) -> CCAProjection:
     """Closed-form CCA of the accumulated pairs.
 
@@ -162,6 +171,8 @@ def fit_cca(moments: PhraseGroupedMoments, phrase_table, dim: int | None = None,
         power: the projections are scaled by correlations ** power (normalized CCA).
     """
     mean_x, mean_y, s11, s22, s12 = moments.covariances(phrase_table)
+    _check_finite(s11, "region")
+    _check_finite(s22, "phrase")
     for s in (s11, s22):  # fresh arrays: the ridge goes on in place (no 288 MB copy of a 6,000-d S22)
         s[np.diag_indices_from(s)] += ridge
     w1, w2 = _Whitening(s11), _Whitening(s22)

@@ -53,8 +53,9 @@ def cca_correlation_loss(h1, h2, ridge: float = 1e-4, k: int | None = None):
     n = len(h1)
     x, y = h1.double(), h2.double()
     x, y = x - x.mean(0), y - y.mean(0)
-    s11 = _covariance(x, x, n) + ridge * torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
-    s22 = _covariance(y, y, n) + ridge * torch.eye(y.shape[1], dtype=y.dtype, device=y.device)
+    s11, s22 = _covariance(x, x, n), _covariance(y, y, n)
+    s11.diagonal().add_(ridge)  # in place: no identity matrix to build (and to put on the right device)
+    s22.diagonal().add_(ridge)
     l1, info1 = torch.linalg.cholesky_ex(s11)
     l2, info2 = torch.linalg.cholesky_ex(s22)
     if info1.item() or info2.item():

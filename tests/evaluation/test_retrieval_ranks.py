@@ -308,6 +308,14 @@ def test_embeddings_are_scored_as_float32_on_the_cpu():
     assert {c[2:] for c in scorer.calls} == {(torch.float32, torch.float32, "cpu")}
 
 
+def test_embeddings_on_another_device_are_copied_to_the_cpu():
+    """Without a GPU, a meta tensor stands in for one: ``as_embeddings`` must copy it to the CPU,
+    and PyTorch refuses to copy a meta tensor out, so the refusal proves the copy is attempted (an
+    embedding left on its device would come back as a meta tensor instead)."""
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        as_embeddings(torch.ones(2, 3, device="meta"), "images")
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_embeddings_on_a_gpu_are_read_to_the_cpu():
     t = as_embeddings(torch.ones(2, 3, dtype=torch.float64, device="cuda"), "images")

@@ -88,6 +88,34 @@ def test_one_pair_is_refused_and_two_are_enough():
     assert (mean_x.tolist(), mean_y.tolist(), s11.tolist(), s22.tolist(), s12.tolist()) == ([1.0], [2.0], [[2.0]], [[2.0]], [[2.0]])
 
 
+@pytest.mark.parametrize("bad_region, bad_phrase, side", [
+    (np.nan, 0.0, "region"),
+    (np.inf, 0.0, "region"),
+    (0.0, np.nan, "phrase"),
+    (0.0, -np.inf, "phrase"),
+    (1e200, 0.0, "region"),  # finite features whose squares overflow float64
+    (np.nan, np.nan, "region"),  # both bad: the regions are named first
+])
+def test_non_finite_covariances_are_refused_naming_the_side(bad_region, bad_phrase, side):
+    """A NaN or inf feature (or one whose square overflows) would give NaN layers, or a scipy
+    error deep in a decomposition: the fit names which side's features are at fault instead."""
+    x, table = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]]), np.array([[1.0], [2.0], [4.0]])
+    x[1, 0], table[2, 0] = bad_region or x[1, 0], bad_phrase or table[2, 0]
+    with pytest.raises(ValueError) as e, np.errstate(over="ignore", invalid="ignore"):
+        fit_cca(_moments(x, table, np.arange(3), batches=1), table)
+    assert str(e.value) == (f"CCA: the {side} covariance holds values that are not finite "
+                            f"(NaN or inf {side} features, or sums too large for float64)")
+
+
+def test_large_finite_features_are_fitted():
+    """1e150 squared is 1e300, still a float64: such features are fitted, not refused (without a
+    ridge, which would be negligible at that scale, the correlations are those of x itself)."""
+    x, y = _synthetic(200)
+    big = fit_cca(_moments(x * 1e150, y, np.arange(200)), y, ridge=0.0)
+    small = fit_cca(_moments(x, y, np.arange(200)), y, ridge=0.0)
+    np.testing.assert_allclose(big.correlations, small.correlations, rtol=1e-6)
+
+
 def test_an_empty_batch_adds_nothing():
     """A batch without pairs (``phrase_ids`` an empty list) leaves the moments as they were."""
     m = PhraseGroupedMoments(2, 3)

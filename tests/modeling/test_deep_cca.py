@@ -116,6 +116,15 @@ def test_paired_correlations_by_hand():
         np.testing.assert_allclose(paired_correlations(a, b), [0.5, 1.0, 0.0, -0.5, 0.5], rtol=1e-12)
 
 
+def test_paired_correlations_of_a_column_whose_norm_underflows_are_zero():
+    """A column of 1e-170s: its squares (1e-340) underflow to 0, so its norm is 0 while its
+    products with the other view (1e-170) are not; it is reported as a constant column, 0, not
+    as the meaningless quotient of a product by the placeholder divisor."""
+    a, b = np.array([[0.0], [1e-170], [0.0]]), np.array([[0.0], [1.0], [3.0]])
+    assert ((a - a.mean(0)) ** 2).sum() == 0.0 and (a * b).sum() != 0.0  # the premise
+    assert paired_correlations(a, b).tolist() == [0.0]
+
+
 def test_paired_correlations_are_computed_in_float64():
     # a = (0, 1, 0), b = (0, 1, 3): centered (-1, 2, -1) / 3 and (-4, -1, 5) / 3, correlation
     # (-3 / 9) / sqrt(6 / 9 * 42 / 9) = -1 / sqrt(28). Given as float32, b's mean 4/3 and the centered
