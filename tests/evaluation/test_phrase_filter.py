@@ -99,6 +99,15 @@ def test_recall_on_the_hand_case_overall_and_per_bucket():
     assert "filter_recall" not in u
 
 
+def test_keep_mask_of_an_image_missing_from_the_filter_names_it_and_the_source():
+    gt, _ = _hand()
+    f = PhraseFilter({"i0": ["red"]}, source="filters/test.json")
+    np.testing.assert_array_equal(f.keep_mask(gt, 0), [False, False, True])
+    with pytest.raises(ValueError) as e:
+        f.keep_mask(gt, 1)
+    assert str(e.value) == "filters/test.json: the phrase filter has no entry for test image 'i1'"
+
+
 def test_an_image_missing_from_the_filter_is_an_error_naming_it_and_the_file(tmp_path):
     gt, dets = _hand()
     path = tmp_path / "f.json"

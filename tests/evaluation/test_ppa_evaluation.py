@@ -168,6 +168,95 @@ def test_hand_case_aps_counts_and_localization_with_and_without_ppa(mode):
             "            nan |        55.56 |") in report
 
 
+def test_default_mode_is_reference():
+    plain_gt, aug, dets = _augmented()
+    results, _ = evaluate_with_ppa(plain_gt, aug, dets, VOCAB)
+    for ppa in (False, True):
+        _check_metrics(results[_key(ppa)], "reference", ppa)
+
+
+# IoU threshold 0: every detection matches an instance of its phrase in its image, FAR included
+# (IoU 0 >= 0). Reference mode. "red house" (N_gt 3): im0 .9 copies c0, c1 TP r1, r2; im1 .4 FP r3
+# (no instance there); im2 .3 FAR TP r4 -> AP = 1/3 (1 + 1 + 3/4) = 11/12, plain and PPA alike.
+# Plain "house" (N_gt 1): im0 .8 FP r1, im2 .7 FP r2 (no plain "house" there), im1 .6 TP r3 -> 1/3.
+# PPA "house" (N_gt 3): .8, .7, .6 all TP -> 1. Every instance is localized.
+IOU0 = {False: (F(11, 12), F(1, 3)), True: (F(11, 12), F(1))}
+
+
+def test_iou_threshold_reaches_both_evaluations():
+    plain_gt, aug, dets = _augmented()
+    results, _ = evaluate_with_ppa(plain_gt, aug, dets, VOCAB, iou_thresh=0.0)
+    for ppa, (red_house, house) in IOU0.items():
+        m = results[_key(ppa)]
+        assert (m["mAP_zero_shot"], m["mAP_common"], m["loc_acc"]) == (
+            pytest.approx(100 * float(red_house)), pytest.approx(100 * float(house)), 100.0)
+
+
+def _hand_filter():
+    """im0 allows only "red": "house" is filtered there (its augmented TP falls to the end of the
+    ranking); "red house" is never filtered."""
+    from phrasedet.evaluation import PhraseFilter
+
+    return PhraseFilter({"im0": ["red"], "im1": ["house"], "im2": ["house"]}, top_n=1)
+
+
+def test_filtered_ppa_evaluation_in_standard_mode_by_hand():
+    """Standard mode with the filter. "red house" (N_gt 3, im0 .9 A takes one instance): TP r1,
+    FP r2, FP r3 -> 1/3 plain and PPA, filtered or not (reference would give 2/3).
+    "house": PPA unfiltered 5/9 (module docstring); PPA filtered: im2 .7 FP r1, im1 .6 TP r2, im0
+    -inf TP r3 -> 1/3 (1/2 + 2/3) = 7/18; plain filtered: im2 FP, im1 TP r2, im0 -inf FP -> 1/2.
+    Filter recall over the PPA instances: zero-shot 3 of 3, common 2 of 3 (im0 "house" filtered),
+    few-shot none (NaN); kept pairs: 5 of 3 images x 2 phrases."""
+    plain_gt, aug, dets = _augmented()
+    results, per_key = evaluate_with_ppa(plain_gt, aug, dets, VOCAB, mode="standard", phrase_filter=_hand_filter())
+    assert set(per_key) == set(results)
+    for key, r in per_key.items():  # each result is the one its metrics were summarized from
+        assert r.summarize(VOCAB)["mAP_zero_shot"] == results[key]["mAP_zero_shot"], key
+    expected = {"phrase_detection": (F(1, 3), F(1, 2)), "phrase_detection_unfiltered": (F(1, 3), F(1, 3)),
+                "phrase_detection_ppa": (F(1, 3), F(7, 18)), "phrase_detection_ppa_unfiltered": (F(1, 3), F(5, 9))}
+    for key, (red_house, house) in expected.items():
+        assert (results[key]["mAP_zero_shot"], results[key]["mAP_common"]) == (
+            pytest.approx(100 * float(red_house)), pytest.approx(100 * float(house))), key
+    ppa = results["phrase_detection_ppa"]
+    assert (ppa["filter_recall_zero_shot"], ppa["filter_recall_common"], ppa["filter_top_n"]) == (
+        100.0, pytest.approx(100 * 2 / 3), 1)
+    assert math.isnan(ppa["filter_recall_few_shot"])
+    assert (ppa["filter_recall"], ppa["filter_kept"]) == (pytest.approx(100 * 5 / 6), pytest.approx(100 * 5 / 6))
+
+
+def test_filtered_ppa_evaluation_passes_the_iou_threshold():
+    """IoU threshold 0 with the filter (reference mode): every entry of a phrase in an image with an
+    instance is a true positive, so filtering re-ranks nothing that matters: "red house" 11/12
+    everywhere; PPA "house" 1 filtered or not; plain "house" filtered: im2 .7 FP r1, im1 .6 TP r2,
+    im0 -inf FP -> 1/2 (unfiltered 1/3, as IOU0)."""
+    plain_gt, aug, dets = _augmented()
+    results, _ = evaluate_with_ppa(plain_gt, aug, dets, VOCAB, iou_thresh=0.0, phrase_filter=_hand_filter())
+    expected = {"phrase_detection": F(1, 2), "phrase_detection_unfiltered": F(1, 3), "phrase_detection_ppa": F(1),
+                "phrase_detection_ppa_unfiltered": F(1)}
+    for key, house in expected.items():
+        assert (results[key]["mAP_zero_shot"], results[key]["mAP_common"]) == (
+            pytest.approx(100 * 11 / 12), pytest.approx(100 * float(house))), key
+
+
+def test_occurrences_footer_word_for_word():
+    """The footer as the paper prints it: counts with thousands separators (kept as text, not
+    re-parsed as numbers), totals summed (140 + 840 + 287 = 1,267; 146 + 1,387 + 550 = 2,083),
+    mAPs with two decimals (50.00 stays 50.00, NaN prints as nan), text left, numbers right."""
+    plain = {"num_instances_zero_shot": 140, "num_instances_few_shot": 840, "num_instances_common": 287,
+             "mAP_zero_shot": 7.6, "mAP_few_shot": 13.1, "mAP_common": 50.0, "mAP": float("nan")}
+    ppa = {"num_instances_zero_shot": 146, "num_instances_few_shot": 1387, "num_instances_common": 550,
+           "mAP_zero_shot": 100.0, "mAP_few_shot": 0.125, "mAP_common": 27.764, "mAP": 16.85}
+    assert ppa_gt_module._occurrences_table(plain, ppa).splitlines() == [
+        "| test GT     |   #occ. zero_shot |   #occ. few_shot |   #occ. common |   #occ. total |   mAP zero_shot |"
+        "   mAP few_shot |   mAP common |   mAP |",
+        "|:------------|------------------:|-----------------:|---------------:|--------------:|----------------:|"
+        "---------------:|-------------:|------:|",
+        "| without PPA |               140 |              840 |            287 |         1,267 |            7.60 |"
+        "          13.10 |        50.00 |   nan |",
+        "| with PPA    |               146 |            1,387 |            550 |         2,083 |          100.00 |"
+        "           0.12 |        27.76 | 16.85 |"]
+
+
 def test_restrict_detections_shares_scores_and_refuses_other_splits():
     plain_gt, aug, dets = _augmented()
     view = restrict_detections(dets, plain_gt)
