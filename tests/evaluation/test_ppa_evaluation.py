@@ -29,6 +29,7 @@ import os
 from fractions import Fraction as F
 
 import nltk
+import numpy as np
 import pytest
 from detectron2.config import get_cfg
 from detectron2.data import DatasetCatalog, MetadataCatalog
@@ -255,6 +256,115 @@ def test_occurrences_footer_word_for_word():
         "          13.10 |        50.00 |   nan |",
         "| with PPA    |               146 |            1,387 |            550 |         2,083 |          100.00 |"
         "           0.12 |        27.76 | 16.85 |"]
+
+
+# format_ppa_report of the hand case, reference mode without a filter (numbers: module docstring).
+REPORT = """\
+hdr, in %:
+| bucket                |   #phrases |   #instances |   mAP |   loc acc |
+|:----------------------|-----------:|-------------:|------:|----------:|
+| zero_shot             |          1 |            3 | 66.67 |     66.67 |
+| few_shot              |          0 |            0 |   nan |       nan |
+| common                |          1 |            1 | 33.33 |    100.00 |
+| all (mean of buckets) |          2 |            4 | 50.00 |     75.00 |
+hdr, PPA-augmented ground truth (TEST.PHRASE_DETECTION.PPA), in %:
+| bucket                |   #phrases |   #instances |   mAP |   loc acc |
+|:----------------------|-----------:|-------------:|------:|----------:|
+| zero_shot             |          1 |            3 | 66.67 |     66.67 |
+| few_shot              |          0 |            0 |   nan |       nan |
+| common                |          1 |            3 | 55.56 |     66.67 |
+| all (mean of buckets) |          2 |            6 | 61.11 |     66.67 |
+Test occurrences per bucket (paper 003 Tables IV/V footers), mAP in %:
+| test GT     |   #occ. zero_shot |   #occ. few_shot |   #occ. common |   #occ. total |   mAP zero_shot |   mAP few_shot |   mAP common |   mAP |
+|:------------|------------------:|-----------------:|---------------:|--------------:|----------------:|---------------:|-------------:|------:|
+| without PPA |                 3 |                0 |              1 |             4 |           66.67 |            nan |        33.33 | 50.00 |
+| with PPA    |                 3 |                0 |              3 |             6 |           66.67 |            nan |        55.56 | 61.11 |"""
+
+# ... and in standard mode with _hand_filter (numbers: test_filtered_ppa_evaluation_in_standard_mode_by_hand;
+# plain mAP (1/3 + 1/3) / 2 = 33.33 -> (1/3 + 1/2) / 2 = 41.67, PPA (1/3 + 5/9) / 2 = 44.44 -> (1/3 + 7/18) / 2 = 36.11).
+FILTERED_REPORT = """\
+hdr, without phrase filtering, in %:
+| bucket                |   #phrases |   #instances |   mAP |   loc acc |
+|:----------------------|-----------:|-------------:|------:|----------:|
+| zero_shot             |          1 |            3 | 33.33 |     66.67 |
+| few_shot              |          0 |            0 |   nan |       nan |
+| common                |          1 |            1 | 33.33 |    100.00 |
+| all (mean of buckets) |          2 |            4 | 33.33 |     75.00 |
+with phrase filtering (top 1 retrieved sentences per image; 100.00% of the test instances keep their phrase, 83.33% of the (image, phrase) pairs are kept), in %:
+| bucket                |   #phrases |   #instances |   mAP |   loc acc |
+|:----------------------|-----------:|-------------:|------:|----------:|
+| zero_shot             |          1 |            3 | 33.33 |     66.67 |
+| few_shot              |          0 |            0 |   nan |       nan |
+| common                |          1 |            1 | 50.00 |    100.00 |
+| all (mean of buckets) |          2 |            4 | 41.67 |     75.00 |
+mAP 33.33 -> 41.67 with the filter (filter recall 100.00%):
+| bucket                |   mAP w/o filter |   mAP w/ filter |   filter recall |
+|:----------------------|-----------------:|----------------:|----------------:|
+| zero_shot             |            33.33 |           33.33 |          100.00 |
+| few_shot              |              nan |             nan |             nan |
+| common                |            33.33 |           50.00 |          100.00 |
+| all (mean of buckets) |            33.33 |           41.67 |          100.00 |
+hdr, PPA-augmented ground truth, without phrase filtering, in %:
+| bucket                |   #phrases |   #instances |   mAP |   loc acc |
+|:----------------------|-----------:|-------------:|------:|----------:|
+| zero_shot             |          1 |            3 | 33.33 |     66.67 |
+| few_shot              |          0 |            0 |   nan |       nan |
+| common                |          1 |            3 | 55.56 |     66.67 |
+| all (mean of buckets) |          2 |            6 | 44.44 |     66.67 |
+with phrase filtering (top 1 retrieved sentences per image; 83.33% of the test instances keep their phrase, 83.33% of the (image, phrase) pairs are kept), in %:
+| bucket                |   #phrases |   #instances |   mAP |   loc acc |
+|:----------------------|-----------:|-------------:|------:|----------:|
+| zero_shot             |          1 |            3 | 33.33 |     66.67 |
+| few_shot              |          0 |            0 |   nan |       nan |
+| common                |          1 |            3 | 38.89 |     66.67 |
+| all (mean of buckets) |          2 |            6 | 36.11 |     66.67 |
+mAP 44.44 -> 36.11 with the filter (filter recall 83.33%):
+| bucket                |   mAP w/o filter |   mAP w/ filter |   filter recall |
+|:----------------------|-----------------:|----------------:|----------------:|
+| zero_shot             |            33.33 |           33.33 |          100.00 |
+| few_shot              |              nan |             nan |             nan |
+| common                |            55.56 |           38.89 |           66.67 |
+| all (mean of buckets) |            44.44 |           36.11 |           83.33 |
+Test occurrences per bucket (paper 003 Tables IV/V footers), mAP in %:
+| test GT     |   #occ. zero_shot |   #occ. few_shot |   #occ. common |   #occ. total |   mAP zero_shot |   mAP few_shot |   mAP common |   mAP |
+|:------------|------------------:|-----------------:|---------------:|--------------:|----------------:|---------------:|-------------:|------:|
+| without PPA |                 3 |                0 |              1 |             4 |           33.33 |            nan |        50.00 | 41.67 |
+| with PPA    |                 3 |                0 |              3 |             6 |           33.33 |            nan |        38.89 | 36.11 |"""
+
+
+def test_ppa_reports_word_for_word():
+    plain_gt, aug, dets = _augmented()
+    results, _ = evaluate_with_ppa(plain_gt, aug, dets, VOCAB)
+    assert format_ppa_report("hdr", results) == REPORT
+    plain_gt, aug, dets = _augmented()
+    results, _ = evaluate_with_ppa(plain_gt, aug, dets, VOCAB, mode="standard", phrase_filter=_hand_filter())
+    assert format_ppa_report("hdr", results) == FILTERED_REPORT
+
+
+def test_restricting_to_the_same_ground_truth_keeps_every_pair():
+    """Pair 0 included: the view's boxes are the stored ones, pair for pair."""
+    _, aug, dets = _augmented()
+    view = restrict_detections(dets, aug)
+    np.testing.assert_array_equal(view.pair_boxes, dets.pair_boxes)
+
+
+@pytest.mark.parametrize("images, gts", [
+    (IMAGES, [("im0", "red house", A), ("im1", "dog", B)]),  # same images, another vocabulary
+    (["im0", "im1", "im3"], GTS[:3] + [("im3", "red house", B)]),  # same vocabulary, other images
+])
+def test_restrict_detections_refuses_a_split_that_differs_in_images_or_in_vocabulary(images, gts):
+    _, _, dets = _augmented()
+    other, _ = build(images, gts, {})
+    with pytest.raises(ValueError) as e:
+        restrict_detections(dets, other)
+    assert str(e.value) == "restrict_detections: the ground truths differ in images or vocabulary"
+
+
+def test_restrict_detections_names_a_pair_without_stored_boxes():
+    plain_gt, aug, dets = _augmented()
+    with pytest.raises(ValueError) as e:
+        restrict_detections(restrict_detections(dets, plain_gt), aug)
+    assert str(e.value) == "restrict_detections: a pair of the ground truth has no stored boxes"
 
 
 def test_restrict_detections_shares_scores_and_refuses_other_splits():
