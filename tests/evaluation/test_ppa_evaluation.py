@@ -138,6 +138,32 @@ def test_an_augmented_phrase_already_annotated_on_the_box_is_not_a_second_instan
         [("man", tuple(A)), ("man", tuple(B)), ("young man", tuple(A)), ("young man", tuple(B))]
 
 
+def test_after_a_duplicate_the_next_augmented_phrase_is_still_added_and_duplicates_are_counted():
+    """"old man" on A augments to "man" (annotated on A: duplicate) then "person" (new); twice
+    (two captions): 3 duplicates (man, man, person again) and one new instance."""
+    gt, _ = build(["im0"], [("im0", "old man", A), ("im0", "man", A), ("im0", "old man", A)], {},
+                  phrases=["man", "old man", "person"])
+    aug, duplicates = augment_ground_truth(gt, lambda p: {"old man": ["man", "person"]}.get(p, []))
+    assert duplicates == 3
+    assert sorted((aug.phrases[j], tuple(b)) for j, b in zip(aug.gt_phrase, aug.gt_box.tolist())) == \
+        [("man", tuple(A)), ("old man", tuple(A)), ("old man", tuple(A)), ("person", tuple(A))]
+
+
+def test_an_augmented_phrase_outside_the_test_vocabulary_is_an_error_naming_both():
+    gt, _ = build(["im0"], [("im0", "old man", A)], {})
+    with pytest.raises(ValueError) as e:
+        augment_ground_truth(gt, lambda p: ["elder"])
+    assert str(e.value) == ("PPA phrase 'elder' of 'old man' is not a test phrase "
+                            "(the augmenter must draw its candidates from the split's phrases)")
+
+
+def test_nothing_to_augment_gives_the_same_instances():
+    gt, _ = build(["im0", "im1"], [("im1", "dog", B), ("im0", "dog", A)], {})
+    aug, duplicates = augment_ground_truth(gt, lambda p: [])
+    assert duplicates == 0 and aug.gt_image.dtype == np.int64 and aug.gt_box.dtype == np.float64
+    assert (aug.gt_image.tolist(), aug.gt_phrase.tolist(), aug.gt_box.tolist()) == ([0, 1], [0, 0], [A, B])
+
+
 def test_referit_style_replaces_words_but_keeps_left_right_and_makes_no_subphrases():
     gt, _ = build(["im0"], [("im0", "left dog", A), ("im0", "dog", B), ("im0", "left canine", B),
                             ("im0", "right dog", B)], {})

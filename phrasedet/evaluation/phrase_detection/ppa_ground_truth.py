@@ -77,10 +77,8 @@ def augment_ground_truth(gt: PhraseGroundTruth, augmenter) -> Tuple[PhraseGround
             new_image.append(i)
             new_phrase.append(a)
             new_box.append(b)
-    augmented = PhraseGroundTruth(
-        gt.image_ids, gt.phrases, np.concatenate([gt.gt_image, np.asarray(new_image, np.int64)]),
-        np.concatenate([gt.gt_phrase, np.asarray(new_phrase, np.int64)]),
-        np.concatenate([gt.gt_box, np.asarray(new_box, np.float64).reshape(-1, 4)]))
+    augmented = PhraseGroundTruth(gt.image_ids, gt.phrases, gt.gt_image.tolist() + new_image,  # it casts and reshapes
+                                  gt.gt_phrase.tolist() + new_phrase, gt.gt_box.tolist() + new_box)
     logger.info("PPA evaluation: %d test instances + %d augmented = %d (%d augmented duplicates of an instance of "
                 "the same phrase on the same box skipped); %d -> %d (image, phrase) pairs", gt.num_instances,
                 len(new_image), augmented.num_instances, duplicates, gt.num_pairs, augmented.num_pairs)
