@@ -1,3 +1,4 @@
+import builtins
 import os
 
 import pytest
@@ -21,3 +22,19 @@ def builtin_root():
     from phrasedet.data.synthetic import ensure_builtin_dataset
 
     return ensure_builtin_dataset()
+
+
+def _latin1_default_open(file, mode="r", *args, encoding=None, **kwargs):
+    if "b" not in mode and encoding is None:
+        encoding = "latin-1"
+    return builtins.open(file, mode, *args, encoding=encoding, **kwargs)
+
+
+@pytest.fixture
+def latin1_locale(monkeypatch):
+    """``latin1_locale(module)`` simulates, inside ``module``, a machine whose preferred encoding is
+    Latin-1: a text ``open()`` there without an explicit encoding writes "é" as the single byte
+    0xe9 (a UTF-8 file must not depend on the locale). Undone at the end of the test."""
+    def patch(module):
+        monkeypatch.setattr(module, "open", _latin1_default_open, raising=False)
+    return patch

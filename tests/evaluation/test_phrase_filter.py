@@ -120,6 +120,17 @@ def test_an_image_missing_from_the_filter_is_an_error_naming_it_and_the_file(tmp
 
 
 # ----------------------------------------------------------------------------- the file
+def test_save_writes_utf8_whatever_the_locale_encoding(tmp_path, latin1_locale):
+    """load reads UTF-8 only: a token "café" must be written as UTF-8 on a Latin-1 machine too."""
+    import phrasedet.evaluation.phrase_detection.phrase_filter as phrase_filter_module
+
+    latin1_locale(phrase_filter_module)
+    path = tmp_path / "f.json"
+    PhraseFilter({"i0": ["caf\u00e9"]}, {"i0": [3]}).save(str(path))
+    assert path.read_bytes() == ('{"top_n": null, "retrieval_model": null, '
+                                 '"images": {"i0": {"captions": [3], "tokens": ["caf\u00e9"]}}}').encode("utf-8")
+
+
 def test_save_load_round_trip_and_bom(tmp_path):
     f = PhraseFilter({"i0": {"red", "a", "été"}, "i1": []}, {"i0": [4, 1, 7], "i1": [0, 2, 3]}, top_n=3,
                      retrieval_model={"config": "configs/retrieval/vsepp.yaml", "weights": "m.pth"})

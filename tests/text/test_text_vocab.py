@@ -1,5 +1,4 @@
 """PhraseVocabulary: training counts of normalized phrases and zero/few/common buckets."""
-import builtins
 import json
 
 import pytest
@@ -146,15 +145,9 @@ def test_to_json_writes_exact_utf8_bytes_with_one_space_indent(tmp_path):
     )
 
 
-def test_to_json_writes_utf8_whatever_the_locale_encoding(tmp_path, monkeypatch):
-    # Simulate a machine whose preferred encoding is Latin-1: an open() without an explicit encoding
-    # would write "é" as the single byte 0xe9; the file must stay UTF-8 (from_json reads UTF-8 only).
-    def latin1_default_open(file, mode="r", *args, encoding=None, **kwargs):
-        if "b" not in mode and encoding is None:
-            encoding = "latin-1"
-        return builtins.open(file, mode, *args, encoding=encoding, **kwargs)
-
-    monkeypatch.setattr(vocab_module, "open", latin1_default_open, raising=False)
+def test_to_json_writes_utf8_whatever_the_locale_encoding(tmp_path, monkeypatch, latin1_locale):
+    # from_json reads UTF-8 only: the file must not follow a Latin-1 locale
+    latin1_locale(vocab_module)
     path = tmp_path / "v.json"
     PhraseVocabulary({"caf\u00e9": 2}).to_json(str(path))
     assert "caf\u00e9".encode("utf-8") in path.read_bytes()

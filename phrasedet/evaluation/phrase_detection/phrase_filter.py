@@ -222,7 +222,7 @@ class PhraseFilter:
     # ------------------------------------------------------------------ files
     def to_json(self) -> dict:
         return {"top_n": self.top_n, "retrieval_model": self.retrieval_model,
-                "images": {i: {"captions": list(self.captions.get(i, [])), "tokens": sorted(t)}
+                "images": {i: {"captions": list(self.captions[i]), "tokens": sorted(t)}
                            for i, t in self.tokens.items()}}
 
     def save(self, path: str) -> None:
