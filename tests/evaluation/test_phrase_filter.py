@@ -126,7 +126,9 @@ def test_save_writes_utf8_whatever_the_locale_encoding(tmp_path, latin1_locale):
 
     latin1_locale(phrase_filter_module)
     path = tmp_path / "f.json"
-    PhraseFilter({"i0": ["caf\u00e9"]}, {"i0": [3]}).save(str(path))
+    f = PhraseFilter({"i0": ["caf\u00e9"]}, {"i0": [3]})
+    f.save(str(path))
+    assert f.source == str(path)  # later errors name the file
     assert path.read_bytes() == ('{"top_n": null, "retrieval_model": null, '
                                  '"images": {"i0": {"captions": [3], "tokens": ["caf\u00e9"]}}}').encode("utf-8")
 

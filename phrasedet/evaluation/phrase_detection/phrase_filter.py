@@ -300,7 +300,7 @@ def format_filtered_report(header: str, results: dict) -> str:
     """Both tables of :func:`evaluate_with_filter`'s results (percent) and, per bucket, the mAP
     with and without the filter next to the filter's recall."""
     filtered, unfiltered = results["phrase_detection"], results["phrase_detection_unfiltered"]
-    rows = [[b, unfiltered[f"mAP_{b}"], filtered[f"mAP_{b}"], filtered.get(f"filter_recall_{b}", float("nan"))]
+    rows = [[b, unfiltered[f"mAP_{b}"], filtered[f"mAP_{b}"], filtered[f"filter_recall_{b}"]]
             for b in BUCKETS]
     rows.append(["all (mean of buckets)", unfiltered["mAP"], filtered["mAP"], filtered["filter_recall"]])
     summary = tabulate(rows, headers=["bucket", "mAP w/o filter", "mAP w/ filter", "filter recall"],
