@@ -145,3 +145,21 @@ def test_a_deselected_test_is_passed_to_pytest_and_exists(tmp_path, name):
         path, name = test.split("::")
         assert path in scope.tests and f"def {name}(" in open(os.path.join(ROOT, path)).read()
         assert f"\n    --deselect\n    {test}\n" in text.split("pytest_add_cli_args=")[1]
+
+
+@pytest.mark.parametrize("retest, patterns, calls", [
+    (False, (), [("run", "--max-children", "2")]),
+    (False, ("phrasedet.m.x_f*",), [("run", "--max-children", "2", "phrasedet.m.x_f*")]),
+    # re-testing after a first pass: the survivors of that pass are named (the killed one is not)
+    (True, ("phrasedet.m.x_f*",), [("run", "--max-children", "2", "phrasedet.m.x_f*"),
+                                   ("run", "--max-children", "2", "phrasedet.m.x_f__mutmut_2")]),
+])
+def test_run_scope_passes_patterns_and_survivors_to_mutmut(tmp_path, monkeypatch, retest, patterns, calls):
+    seen = []
+    monkeypatch.setattr(mutation, "_mutmut", lambda workdir, *args: seen.append(args) or "")
+    monkeypatch.setattr(mutation, "read_exit_codes",
+                        lambda workdir, module: {"phrasedet.m.x_f__mutmut_1": 1, "phrasedet.m.x_f__mutmut_2": 0})
+    scope = mutation.Scope(("phrasedet/m.py",), ("tests/test_m.py",))
+    workdir, _ = mutation.run_scope("s", scope, str(tmp_path), 2, fresh=False, retest=retest, patterns=patterns)
+    assert seen == calls and workdir == str(tmp_path / "s")
+    assert (tmp_path / "s" / "mutmut-run.log").is_file() and (tmp_path / "s" / "setup.cfg").is_file()

@@ -6,6 +6,7 @@
     python tools/mutation.py --list                # the scopes, their modules and their tests
     python tools/mutation.py --survivors           # also print every surviving mutant's diff
     python tools/mutation.py --scopes text --retest   # after adding tests: re-test the survivors
+    python tools/mutation.py --scopes cca --mutants 'phrasedet.modeling.cca.x_fit_cca*'   # some mutants only
 
 Each scope (``SCOPES``) pairs the modules it mutates with the test files that are meant to catch
 their bugs; mutmut (https://mutmut.readthedocs.io, version 3) mutates one expression at a time and
@@ -298,15 +299,17 @@ def not_killed(workdir, modules):
                   if status_of(code) not in CAUGHT)
 
 
-def run_scope(name, scope, root, jobs, fresh, retest=False):
+def run_scope(name, scope, root, jobs, fresh, retest=False, patterns=()):
     """Run mutmut on one scope; with ``retest``, then re-test every mutant not killed so far.
 
     mutmut keeps a mutant's result until its function changes, so a survivor stays a survivor
     after a test that kills it is added; naming it on the command line makes mutmut re-test it
-    (and a new test is first matched to the functions it calls)."""
+    (and a new test is first matched to the functions it calls). ``patterns`` (fnmatch, e.g.
+    ``phrasedet.modeling.cca.x_fit_cca*``) test only the matching mutants; the others keep their
+    earlier result, or stay "not checked"."""
     workdir = prepare_workdir(name, scope, root, fresh)
     start = time.perf_counter()
-    out = _mutmut(workdir, "run", "--max-children", str(jobs))
+    out = _mutmut(workdir, "run", "--max-children", str(jobs), *patterns)
     left = not_killed(workdir, scope.modules) if retest else []
     if left:
         out += _mutmut(workdir, "run", "--max-children", str(jobs), *left)
@@ -325,6 +328,9 @@ def main(argv=None):
     p.add_argument("--survivors", action="store_true", help="print the diff of every survivor not listed as equivalent")
     p.add_argument("--retest", action="store_true",
                    help="re-test the mutants not killed in an earlier run (after adding tests)")
+    p.add_argument("--mutants", nargs="+", default=(), metavar="PATTERN",
+                   help="test only the mutants matching these fnmatch patterns (e.g. after changing one function: "
+                        "'phrasedet.modeling.cca.x_fit_cca*'); the others keep their earlier result")
     p.add_argument("--list", action="store_true", help="print the scopes and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -342,7 +348,8 @@ def main(argv=None):
 
     for name in args.scopes:
         scope = SCOPES[name]
-        workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh, args.retest)
+        workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh, args.retest,
+                                    args.mutants)
         print(f"[mutation] scope {name}: {seconds / 60:.1f} min")
         for module in scope.modules:
             score, left = score_module(module, read_exit_codes(workdir, module),
