@@ -154,21 +154,49 @@ def _write(tmp_path, data, name="bad.json"):
     return str(path)
 
 
-def test_malformed_files_are_named(tmp_path):
-    good = {"top_n": 2, "retrieval_model": None, "images": {"i0": {"captions": [0, 1], "tokens": ["red"]}}}
-    cases = [
-        ({k: v for k, v in good.items() if k != "top_n"}, r"bad\.json: missing key 'top_n'"),
-        ({**good, "top_n": "75"}, r"bad\.json: key 'top_n'"),
-        ({**good, "images": []}, r"bad\.json: key 'images'"),
-        ({**good, "images": {"i0": {"captions": [0, 1]}}}, r"bad\.json: image 'i0': missing key 'tokens'"),
-        ({**good, "images": {"i0": {"captions": [0, 1], "tokens": "red"}}}, r"bad\.json: image 'i0': key 'tokens'"),
-        ({**good, "images": {"i0": {"captions": ["0"], "tokens": []}}}, r"bad\.json: image 'i0': key 'captions'"),
-        ({**good, "images": {"i0": ["red"]}}, r"bad\.json: image 'i0'"),
-        ([good], r"bad\.json"),
-    ]
-    for data, message in cases:
-        with pytest.raises(ValueError, match=message):
-            PhraseFilter.load(_write(tmp_path, data))
+_GOOD = {"top_n": 2, "retrieval_model": None, "images": {"i0": {"captions": [0, 1], "tokens": ["red"]}}}
+
+
+@pytest.mark.parametrize("data, message", [
+    ({k: v for k, v in _GOOD.items() if k != "top_n"}, "missing key 'top_n'"),
+    ({**_GOOD, "top_n": "75"}, "key 'top_n' must be an integer, got '75'"),
+    ({**_GOOD, "top_n": True}, "key 'top_n' must be an integer, got True"),
+    ({**_GOOD, "top_n": 0}, "key 'top_n': must be a positive integer, got 0"),
+    ({**_GOOD, "retrieval_model": 5}, "key 'retrieval_model': must be an object, a string or null, got 5"),
+    ({**_GOOD, "images": []}, "key 'images' must be a JSON object, got []"),
+    ({**_GOOD, "images": {"i0": {"captions": [0, 1]}}}, "image 'i0': missing key 'tokens'"),
+    ({**_GOOD, "images": {"i0": {"captions": [0, 1], "tokens": "red"}}},
+     "image 'i0': key 'tokens' must be a list of strings, got 'red'"),
+    ({**_GOOD, "images": {"i0": {"captions": ["0"], "tokens": []}}},
+     "image 'i0': key 'captions': must be a list of caption indices (integers >= 0), got ['0']"),
+    ({**_GOOD, "images": {"i0": {"captions": [-1], "tokens": []}}},
+     "image 'i0': key 'captions': must be a list of caption indices (integers >= 0), got [-1]"),
+    ({**_GOOD, "images": {"i0": ["red"]}}, "image 'i0': expected a JSON object, got list ['red']"),
+    ([_GOOD], "expected a JSON object, got list [{'top_n': 2, 'retrieval_model': None, 'images': {'i0': {..."),
+])
+def test_malformed_files_are_named_in_full(tmp_path, data, message):
+    path = _write(tmp_path, data)
+    with pytest.raises(BadFileError) as e:
+        PhraseFilter.load(path)
+    assert str(e.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize("top_n, retrieval_model", [(1, "toy"), (75, {"config": "x.yaml"}), (2, None)])
+def test_the_smallest_top_n_and_every_kind_of_retrieval_model_load(tmp_path, top_n, retrieval_model):
+    f = PhraseFilter.load(_write(tmp_path, {**_GOOD, "top_n": top_n, "retrieval_model": retrieval_model}))
+    assert (f.top_n, f.retrieval_model, f.captions, f.tokens) == (top_n, retrieval_model, {"i0": [0, 1]},
+                                                                  {"i0": frozenset({"red"})})
+
+
+def test_a_missing_filter_file_is_named_as_a_phrase_filter(tmp_path):
+    path = str(tmp_path / "none.json")
+    with pytest.raises(FileNotFoundError) as e:
+        PhraseFilter.load(path)
+    assert str(e.value) == f"phrase filter {path!r} does not exist"
+
+
+def test_undecodable_and_broken_files_are_named(tmp_path):
+    good = _GOOD
     latin1 = tmp_path / "latin1.json"
     latin1.write_bytes(json.dumps(good).replace("red", "r\u00e9d").encode("latin-1"))
     with pytest.raises(BadFileError, match=r"latin1\.json:1:\d+: byte 0xe9 \(byte offset \d+\) is not valid UTF-8"):
