@@ -4,6 +4,7 @@ import importlib.util
 import json
 import math
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from phrasedet.evaluation import (PhraseDetectionEvaluator, PhraseFilter, evalua
                                   evaluate_predictions_file, test_vocabulary)
 from phrasedet.evaluation.phrase_detection.phrase_filter import (caption_tokens, evaluate_with_filter,
                                                                  phrase_tokens)
+from phrasedet.evaluation.phrase_detection.ground_truth import PhraseGroundTruth
 from phrasedet.fileio import BadFileError
 from phrasedet.text.vocab import PhraseVocabulary
 
@@ -97,6 +99,20 @@ def test_recall_on_the_hand_case_overall_and_per_bucket():
     assert u["mAP_few_shot"] == pytest.approx(50.0) and m["mAP_few_shot"] == pytest.approx(100.0)
     assert m["loc_acc"] == u["loc_acc"]  # the filter re-ranks; the top-1 box of a GT pair is unchanged
     assert "filter_recall" not in u
+
+
+@pytest.mark.parametrize("phrases, kept", [([], math.nan), (["dog", "red car"], 0.5)])
+def test_statistics_without_instances_are_nan_without_a_warning(phrases, kept):
+    """No test instance: recall (and every bucket's) is NaN, not the mean of nothing; no phrase
+    either: the kept share is NaN too (0 of 0 pairs). With phrases, i0 keeps "red car" only: 1 of
+    2 (image, phrase) pairs."""
+    gt = PhraseGroundTruth(["i0"], phrases, [], [], np.zeros((0, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = PhraseFilter({"i0": ["red"]}).statistics(gt, PhraseVocabulary({"red car": 150}))
+    assert set(stats) == {"recall", "kept", "recall_zero_shot", "recall_few_shot", "recall_common"}
+    assert all(math.isnan(v) for k, v in stats.items() if k != "kept")
+    assert stats["kept"] == pytest.approx(kept, nan_ok=True)
 
 
 def test_keep_mask_of_an_image_missing_from_the_filter_names_it_and_the_source():

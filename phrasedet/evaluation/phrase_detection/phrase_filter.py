@@ -208,7 +208,7 @@ class PhraseFilter:
         out = {"recall": float(kept_instance.mean()) if G else float("nan"),
                "kept": float(kept_pairs / (N * V)) if N * V else float("nan")}
         if vocabulary is not None:
-            bucket = np.array([vocabulary.bucket(p) for p in gt.phrases], dtype=object)[gt.gt_phrase]
+            bucket = np.array([vocabulary.bucket(p) for p in gt.phrases])[gt.gt_phrase]
             for b in BUCKETS:
                 sel = bucket == b
                 out[f"recall_{b}"] = float(kept_instance[sel].mean()) if sel.any() else float("nan")
