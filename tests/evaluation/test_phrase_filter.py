@@ -115,6 +115,15 @@ def test_statistics_without_instances_are_nan_without_a_warning(phrases, kept):
     assert stats["kept"] == pytest.approx(kept, nan_ok=True)
 
 
+def test_an_image_where_nothing_is_filtered_does_not_stop_the_images_after_it():
+    """i0 allows every phrase ("dog", "man", "car"): nothing to drop there; i1 still filters "dog"
+    (its two detections, 0.6 and 0.2, go to -inf): 1 pair."""
+    gt, dets = _hand()
+    assert PhraseFilter({"i0": ["dog", "man", "car"], "i1": ["car", "man"]}).apply(dets) == 1
+    np.testing.assert_array_equal(dets.scores[1, PHRASES.index("dog")], [-np.inf, -np.inf])
+    np.testing.assert_array_equal(dets.scores[0, PHRASES.index("dog")], np.float32([0.95, 0.1]))
+
+
 def test_keep_mask_of_an_image_missing_from_the_filter_names_it_and_the_source():
     gt, _ = _hand()
     f = PhraseFilter({"i0": ["red"]}, source="filters/test.json")

@@ -75,7 +75,7 @@ class _TokenIndex:
             for t in set(phrase_tokens(p)):
                 lists.setdefault(t, []).append(j)
         self.num_phrases = len(phrases)
-        self.index = {t: np.asarray(js, dtype=np.int64) for t, js in lists.items()}
+        self.index = {t: np.asarray(js) for t, js in lists.items()}  # int64 (numpy 2 ints)
 
     def keep(self, tokens: Iterable[str]) -> np.ndarray:
         """bool [V]: the phrases sharing at least one token with ``tokens``."""
