@@ -124,6 +124,20 @@ def test_an_image_where_nothing_is_filtered_does_not_stop_the_images_after_it():
     np.testing.assert_array_equal(dets.scores[0, PHRASES.index("dog")], np.float32([0.95, 0.1]))
 
 
+@pytest.mark.parametrize("images, missing", [
+    (["i0", "i1"], "'i2'"),
+    (["i0"], "'i1' (and 1 more of the 3 test images)"),
+    ([], "'i0' (and 2 more of the 3 test images)"),
+])
+def test_check_images_names_the_first_missing_image_and_counts_the_others(images, missing):
+    gt, _ = build(["i0", "i1", "i2"], [("i0", "dog", A)], {})
+    f = PhraseFilter({i: ["dog"] for i in images})
+    with pytest.raises(ValueError) as e:
+        f.check_images(gt)
+    assert str(e.value) == (f"<phrase filter in memory>: the phrase filter has no entry for test image {missing}; "
+                            "build it for this test split")
+
+
 def test_keep_mask_of_an_image_missing_from_the_filter_names_it_and_the_source():
     gt, _ = _hand()
     f = PhraseFilter({"i0": ["red"]}, source="filters/test.json")
