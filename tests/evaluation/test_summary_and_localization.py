@@ -42,8 +42,13 @@ def test_buckets_at_training_counts_0_1_100_101(four_phrases):
     records = {r["phrase"]: r for r in four_phrases.per_phrase(vocab)}
     assert records["d"] == {"phrase": "d", "bucket": "common", "train_count": 101, "num_gt": 1, "num_tp": 1,
                             "ap": 50.0, "loc_acc": 100.0}
-    table = format_results_table(m)
-    assert "few_shot" in table and "58.33" in table and "75.00" in table
+    assert format_results_table(m).splitlines() == [
+        "| bucket                |   #phrases |   #instances |    mAP |   loc acc |",
+        "|:----------------------|-----------:|-------------:|-------:|----------:|",
+        "| zero_shot             |          1 |            1 | 100.00 |    100.00 |",
+        "| few_shot              |          2 |            2 |  25.00 |     50.00 |",
+        "| common                |          1 |            1 |  50.00 |    100.00 |",
+        "| all (mean of buckets) |          4 |            4 |  58.33 |     75.00 |"]
 
 
 def test_empty_bucket_is_left_out_of_the_overall_mean(four_phrases):
@@ -51,6 +56,22 @@ def test_empty_bucket_is_left_out_of_the_overall_mean(four_phrases):
     # zero: 100; few: (50 + 0 + 50) / 3; common: none -> NaN and not averaged
     assert math.isnan(m["mAP_common"]) and m["num_phrases_common"] == 0
     assert m["mAP"] == pytest.approx((100 + 100 / 3) / 2)
+    # few-shot localization: b and d localized, c not: 2 of 3; an empty bucket prints nan
+    assert format_results_table(m).splitlines()[2:] == [
+        "| zero_shot             |          1 |            1 | 100.00 |    100.00 |",
+        "| few_shot              |          3 |            3 |  33.33 |     66.67 |",
+        "| common                |          0 |            0 |    nan |       nan |",
+        "| all (mean of buckets) |          4 |            4 |  66.67 |     75.00 |"]
+
+
+def test_per_phrase_leaves_out_phrases_without_test_instances():
+    """"e" is in the vocabulary (scored) but has no test instance: no record, no 0 / 0."""
+    gt, dets = build(["im0"], [("im0", "a", A)], {("im0", "a"): [(0.9, A)], ("im0", "e"): [(0.8, A)]},
+                     phrases=["a", "e"])
+    result = evaluate_phrase_detection(gt, dets, "reference")
+    assert result.per_phrase(PhraseVocabulary({"a": 3})) == [
+        {"phrase": "a", "bucket": "few_shot", "train_count": 3, "num_gt": 1, "num_tp": 1, "ap": 100.0,
+         "loc_acc": 100.0}]
 
 
 def test_localization_accuracy_uses_the_top_scored_detection():
