@@ -3,8 +3,10 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from phrasedet.evaluation import evaluate_phrase_detection, format_results_table, paired_iou, pairwise_iou
+from phrasedet.evaluation.phrase_detection.detections import detection_arrays
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, A_HALF, A_LOW, B, FAR, build
@@ -66,12 +68,28 @@ def test_empty_bucket_is_left_out_of_the_overall_mean(four_phrases):
 
 def test_per_phrase_leaves_out_phrases_without_test_instances():
     """"e" is in the vocabulary (scored) but has no test instance: no record, no 0 / 0."""
-    gt, dets = build(["im0"], [("im0", "a", A)], {("im0", "a"): [(0.9, A)], ("im0", "e"): [(0.8, A)]},
-                     phrases=["a", "e"])
+    # "a" in im0, im1, im2; the top-1 box hits in im0 and im1 (TPs at ranks 1, 2), misses in im2 (FAR):
+    # AP = (1 + 1) / 3, localized 2 of 3
+    images = ["im0", "im1", "im2"]
+    dets = {("im0", "a"): [(0.9, A)], ("im1", "a"): [(0.8, A)], ("im2", "a"): [(0.7, FAR)], ("im0", "e"): [(0.8, A)]}
+    gt, dets = build(images, [(i, "a", A) for i in images], dets, phrases=["a", "e"])
     result = evaluate_phrase_detection(gt, dets, "reference")
     assert result.per_phrase(PhraseVocabulary({"a": 3})) == [
-        {"phrase": "a", "bucket": "few_shot", "train_count": 3, "num_gt": 1, "num_tp": 1, "ap": 100.0,
-         "loc_acc": 100.0}]
+        {"phrase": "a", "bucket": "few_shot", "train_count": 3, "num_gt": 3, "num_tp": 2,
+         "ap": pytest.approx(200 / 3), "loc_acc": pytest.approx(200 / 3)}]
+
+
+@pytest.mark.parametrize("scores, boxes, dtype, shape", [
+    (torch.tensor([[0.5, 0.25], [1.0, 2.0]], dtype=torch.float64), torch.zeros(2, 2, 4, dtype=torch.float64),
+     np.float32, (2, 2)),
+    (np.array([0.5, 1.0]), np.zeros((2, 4)), np.float32, (2, 1)),  # one detection per phrase: [P] -> [P, 1]
+    ([0.5, 1.0], [[0, 0, 1, 1], [0, 0, 2, 2]], np.float64, (2, 1)),
+])
+def test_detection_arrays_are_numpy_of_the_requested_dtype(scores, boxes, dtype, shape):
+    s, b = detection_arrays(scores, boxes, dtype) if dtype is np.float64 else detection_arrays(scores, boxes)
+    assert (type(s), s.dtype, s.shape, type(b), b.dtype, b.shape) == (np.ndarray, dtype, shape, np.ndarray, dtype,
+                                                                      shape + (4,))
+    assert s.ravel().tolist()[:2] == [0.5, 0.25 if shape == (2, 2) else 1.0]
 
 
 def test_localization_accuracy_uses_the_top_scored_detection():
