@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from phrasedet.evaluation import evaluate_phrase_detection, format_results_table, paired_iou, pairwise_iou
-from phrasedet.evaluation.phrase_detection.detections import detection_arrays
+from phrasedet.evaluation.phrase_detection.detections import PhraseColumns, detection_arrays
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, A_HALF, A_LOW, B, FAR, build
@@ -80,8 +80,9 @@ def test_per_phrase_leaves_out_phrases_without_test_instances():
 
 
 @pytest.mark.parametrize("scores, boxes, dtype, shape", [
-    (torch.tensor([[0.5, 0.25], [1.0, 2.0]], dtype=torch.float64), torch.zeros(2, 2, 4, dtype=torch.float64),
-     np.float32, (2, 2)),
+    # a model's output still attached to the graph: detached, not refused by numpy
+    (torch.tensor([[0.5, 0.25], [1.0, 2.0]], dtype=torch.float64, requires_grad=True),
+     torch.zeros(2, 2, 4, dtype=torch.float64, requires_grad=True), np.float32, (2, 2)),
     (np.array([0.5, 1.0]), np.zeros((2, 4)), np.float32, (2, 1)),  # one detection per phrase: [P] -> [P, 1]
     ([0.5, 1.0], [[0, 0, 1, 1], [0, 0, 2, 2]], np.float64, (2, 1)),
 ])
@@ -115,3 +116,13 @@ def test_iou_convention():
     assert np.isnan(paired_iou([np.nan] * 4, A))
     np.testing.assert_allclose(pairwise_iou([A, B], [A_HALF, B, [5, 0, 15, 10]]),
                                [[0.5, 0, 50 / 150], [0, 1, 0]])
+
+
+def test_phrase_columns_map_known_phrases_and_count_the_unknown():
+    """Output rows "x" (not in the vocabulary), "c", "a", "c" again; vocabulary a, b, c."""
+    columns = PhraseColumns(["x", "c", "a", "c"], {"a": 0, "b": 1, "c": 2})
+    assert (columns.rows.tolist(), columns.targets.tolist(), columns.position.tolist()) == ([1, 2, 3], [2, 0, 2],
+                                                                                           [2, -1, 3])
+    assert (columns.num_unknown, columns.num_rows, columns.identity) == (1, 4, False)
+    assert PhraseColumns(["a", "b"], {"a": 0, "b": 1}).identity
+    assert not PhraseColumns(["b", "a"], {"a": 0, "b": 1}).identity
