@@ -214,8 +214,9 @@ def score_module(module, exit_code_by_mutant, diff_of, equivalents):
         if status in CAUGHT:
             score.killed += 1
             continue
-        if status == "not checked":
+        if status == "not checked":  # never run (e.g. outside --mutants): nothing to compare with the list
             score.not_checked += 1
+            continue
         function = function_of(name)
         before, after = changed_code(diff_of(name))
         if (module, function, before, after) in equivalents:

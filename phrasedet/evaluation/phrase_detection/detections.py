@@ -63,7 +63,7 @@ class PhraseColumns:
         known = index >= 0
         self.rows = np.flatnonzero(known)
         self.targets = index[known]
-        self.position = np.full(V, -1, dtype=np.int64)
+        self.position = np.full(V, -1)  # int64 (numpy 2 ints)
         self.position[self.targets] = self.rows
         self.identity = len(index) == V and bool(np.array_equal(index, np.arange(V)))
         self.num_unknown = int(len(index) - len(self.rows))
