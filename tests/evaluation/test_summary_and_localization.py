@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from phrasedet.evaluation import evaluate_phrase_detection, format_results_table, paired_iou, pairwise_iou
-from phrasedet.evaluation.phrase_detection.detections import PhraseColumns, detection_arrays
+from phrasedet.evaluation.phrase_detection.detections import PhraseColumns, PhraseDetections, detection_arrays
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, A_HALF, A_LOW, B, FAR, build
@@ -126,3 +126,17 @@ def test_phrase_columns_map_known_phrases_and_count_the_unknown():
     assert (columns.num_unknown, columns.num_rows, columns.identity) == (1, 4, False)
     assert PhraseColumns(["a", "b"], {"a": 0, "b": 1}).identity
     assert not PhraseColumns(["b", "a"], {"a": 0, "b": 1}).identity
+
+
+def test_add_records_takes_detection_k_up_to_k_minus_1_and_names_more():
+    """K = 2: detection index 1 is the last one stored; index 2 would be a third detection."""
+    gt, _ = build(["im0"], [("im0", "a", A)], {})
+    dets = PhraseDetections(gt, 2)
+    dets.add_records([0], [0], [1], [0.5], [A])
+    assert np.isnan(dets.scores[0, 0, 0]) and dets.scores[0, 0, 1] == 0.5 and dets.pair_boxes[0, 1].tolist() == A
+    with pytest.raises(ValueError) as e:
+        dets.add_records([0], [0], [2], [0.5], [A])
+    assert str(e.value) == "got 3 detections per phrase, but this evaluation was set up for K=2 (every image must " \
+                           "have the same K)"
+    dets.add_records([], [], [], [], np.zeros((0, 4)))  # nothing: no K to check
+    assert dets.scores[0, 0, 1] == 0.5

@@ -157,20 +157,24 @@ class PhraseDetections:
     def add_records(self, image_index, phrase_index, k, score, box) -> None:
         """Store single detections (vectorized): detection ``k[r]`` of phrase ``phrase_index[r]``
         in image ``image_index[r]`` has ``score[r]`` and ``box[r]``. Rows of images seen for the
-        first time start as "no detection"."""
-        image_index = np.asarray(image_index, dtype=np.int64)
-        phrase_index = np.asarray(phrase_index, dtype=np.int64)
-        k = np.asarray(k, dtype=np.int64)
+        first time start as "no detection".
+
+        Args:
+            image_index, phrase_index, k: integers [R] (arrays or lists).
+            score: [R]; box: [R, 4] (stored as float32, like every score and box).
+        """
+        # int64 also for empty lists (numpy makes those float64, which cannot index)
+        image_index, phrase_index, k = (np.asarray(x, dtype=np.int64) for x in (image_index, phrase_index, k))
         if len(k):
             self._check_k(int(k.max()) + 1)
         new = np.unique(image_index)
         new = new[~self.filled[new]]
         self.scores[new] = np.nan
         self.filled[new] = True
-        self.scores[image_index, phrase_index, k] = np.asarray(score, dtype=np.float32)
+        self.scores[image_index, phrase_index, k] = score
         pair = self.gt.find_pairs(image_index, phrase_index)
         sel = pair >= 0
-        self.pair_boxes[pair[sel], k[sel]] = np.asarray(box, dtype=np.float32).reshape(-1, 4)[sel]
+        self.pair_boxes[pair[sel], k[sel]] = np.reshape(box, (-1, 4))[sel]
 
     def export_images(self, image_indices):
         """Scores and GT-pair boxes of some images, for sending to another process:
