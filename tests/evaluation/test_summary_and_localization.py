@@ -1,5 +1,6 @@
 """Buckets from training counts, the overall mean of bucket mAPs, and localization accuracy."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ import torch
 
 from phrasedet.evaluation import evaluate_phrase_detection, format_results_table, paired_iou, pairwise_iou
 from phrasedet.evaluation.phrase_detection.detections import PhraseColumns, PhraseDetections, detection_arrays
+from phrasedet.evaluation.phrase_detection.phrase_detection_ap import PhraseDetectionResult
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, A_HALF, A_LOW, B, FAR, build
@@ -140,3 +142,19 @@ def test_add_records_takes_detection_k_up_to_k_minus_1_and_names_more():
                            "have the same K)"
     dets.add_records([], [], [], [], np.zeros((0, 4)))  # nothing: no K to check
     assert dets.scores[0, 0, 1] == 0.5
+
+
+def test_summary_of_a_split_without_test_instances_is_nan_without_a_warning():
+    """Two scored phrases, neither with a test instance: every mAP and accuracy is NaN (not a mean
+    of nothing), every count 0, and the table prints nan."""
+    result = PhraseDetectionResult(["a", "b"], np.zeros(2, np.int64), np.zeros(2, np.int64), np.full(2, np.nan),
+                                   np.zeros(2, np.int64), "reference", 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = result.summarize(PhraseVocabulary({"b": 200}))
+    assert sorted(k for k, v in m.items() if isinstance(v, float) and math.isnan(v)) == sorted(
+        ["mAP", "loc_acc"] + [f"{key}_{b}" for key in ("mAP", "loc_acc") for b in ("zero_shot", "few_shot", "common")])
+    assert {k: v for k, v in m.items() if k.startswith("num_")} == {
+        f"{key}_{b}": 0 for key in ("num_phrases", "num_instances") for b in ("zero_shot", "few_shot", "common")}
+    assert format_results_table(m).splitlines()[-1] == \
+        "| all (mean of buckets) |          0 |            0 |   nan |       nan |"

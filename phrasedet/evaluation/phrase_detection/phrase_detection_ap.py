@@ -237,7 +237,7 @@ class PhraseDetectionResult:
         ``loc_acc`` / ``loc_acc_<bucket>``: localized instances / instances;
         ``num_phrases_<bucket>``, ``num_instances_<bucket>``: evaluated phrases and test instances.
         """
-        bucket = np.array(self.buckets(vocabulary), dtype=object)
+        bucket = np.array(self.buckets(vocabulary))
         evaluated = self.num_gt > 0
         out = {"mAP": float("nan")}
         bucket_maps = []
