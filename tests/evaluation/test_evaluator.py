@@ -3,6 +3,7 @@ import pytest
 from detectron2.data import DatasetCatalog
 
 from phrasedet.evaluation import PhraseDetectionEvaluator, test_vocabulary
+from phrasedet.evaluation.phrase_detection.ground_truth import PhraseGroundTruth
 
 from .toy import TOY_TEST, noisy_outputs, register_toy
 
@@ -42,3 +43,16 @@ def test_unknown_image_and_missing_train_dataset_are_errors():
             PhraseDetectionEvaluator("evaltest_no_train")
     finally:
         DatasetCatalog.remove("evaltest_no_train")
+
+
+def test_records_without_annotations_are_images_without_instances():
+    """A test record may have no "annotations" key (an image nobody described): it is an image of
+    the split (a row of scores), with no instance and no phrase of its own."""
+    records = [{"image_id": "im0"}, {"image_id": "im1", "annotations": [{"phrase": "dog", "bbox": [0, 0, 1, 1]},
+                                                                         {"phrase": "cat", "bbox": [0, 0, 2, 2]}]}]
+    assert test_vocabulary(records) == ["cat", "dog"]
+    gt = PhraseGroundTruth.from_dataset_dicts(records)
+    assert (gt.image_ids, gt.phrases, gt.gt_image.tolist(), gt.gt_phrase.tolist()) == (["im0", "im1"], ["cat", "dog"],
+                                                                                       [1, 1], [0, 1])
+    # sorted by (image, phrase): "cat" first
+    assert gt.gt_box.tolist() == [[0, 0, 2, 2], [0, 0, 1, 1]] and gt.pairs_of_image(0) == slice(0, 0)
