@@ -1,4 +1,5 @@
 """PhraseDetectionEvaluator: localization-only outputs, errors raised early."""
+import numpy as np
 import pytest
 from detectron2.data import DatasetCatalog
 
@@ -56,3 +57,20 @@ def test_records_without_annotations_are_images_without_instances():
                                                                                        [1, 1], [0, 1])
     # sorted by (image, phrase): "cat" first
     assert gt.gt_box.tolist() == [[0, 0, 2, 2], [0, 0, 1, 1]] and gt.pairs_of_image(0) == slice(0, 0)
+
+
+def test_unknown_annotated_phrase_names_the_image_and_the_phrase():
+    records = [{"image_id": "im7", "annotations": [{"phrase": "dog", "bbox": [0, 0, 1, 1]}]}]
+    with pytest.raises(ValueError) as e:
+        PhraseGroundTruth.from_dataset_dicts(records, phrases=["cat"])
+    assert str(e.value) == "image 'im7': annotated phrase 'dog' is not in the vocabulary"
+
+
+def test_find_pairs_with_int32_indices_at_a_scale_beyond_int32_keys():
+    """50,000 images x 50,000 phrases: the last pair's key is 2.5e9 > 2**31. Indices given as int32
+    arrays (as a reader might hold them) must still find it, and miss its neighbour."""
+    n = 50_000
+    names = [str(i) for i in range(n)]
+    gt = PhraseGroundTruth(names, names, [n - 1], [n - 1], [[0, 0, 1, 1]])
+    image, phrase = np.array([n - 1, n - 1], np.int32), np.array([n - 1, n - 2], np.int32)
+    assert gt.find_pairs(image, phrase).tolist() == [0, -1]

@@ -109,8 +109,7 @@ class PhraseGroundTruth:
                 gt_image.append(i)
                 gt_phrase.append(j)
                 gt_box.append(ann["bbox"])
-        return cls([d["image_id"] for d in dataset_dicts], phrases, gt_image, gt_phrase,
-                   np.asarray(gt_box, dtype=np.float64).reshape(-1, 4))
+        return cls([d["image_id"] for d in dataset_dicts], phrases, gt_image, gt_phrase, gt_box)  # it casts
 
     @property
     def num_images(self) -> int:
@@ -134,7 +133,8 @@ class PhraseGroundTruth:
 
     def find_pairs(self, image_index, phrase_index) -> np.ndarray:
         """Pair index of each ``(image_index, phrase_index)``, -1 where the image has no instance of the phrase."""
-        key = np.asarray(image_index, dtype=np.int64) * self.num_phrases + np.asarray(phrase_index, dtype=np.int64)
+        # int64 before multiplying: int32 indices would overflow at N * V > 2**31
+        key = np.asarray(image_index, dtype=np.int64) * self.num_phrases + np.asarray(phrase_index)
         pos = np.searchsorted(self.pair_key, key)
         if self.num_pairs == 0:
             return np.full(key.shape, -1, dtype=np.int64)
