@@ -38,3 +38,33 @@ def latin1_locale(monkeypatch):
     def patch(module):
         monkeypatch.setattr(module, "open", _latin1_default_open, raising=False)
     return patch
+
+
+@pytest.fixture
+def wordnet_reader(tmp_path, monkeypatch):
+    """A real nltk WordNet reader built from Debian's WordNet database in a temporary nltk_data;
+    skips the test where that database is not installed (no test depends on ~/nltk_data)."""
+    import nltk
+
+    from phrasedet.text.wordnet import DEBIAN_WORDNET_DIR, install_wordnet
+
+    if not os.path.isfile(os.path.join(DEBIAN_WORDNET_DIR, "index.sense")):
+        pytest.skip("no WordNet database here (apt-get install wordnet-base wordnet-sense-index)")
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    target = install_wordnet(str(tmp_path))
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)] + nltk.data.path)
+    return WordNetCorpusReader(target, None)
+
+
+class _MissingWordNet:
+    def ensure_loaded(self):
+        raise LookupError("Resource wordnet not found.")
+
+
+@pytest.fixture
+def missing_wordnet(monkeypatch):
+    """nltk's ``wordnet`` corpus replaced, for this test, by one whose data is not installed."""
+    import nltk
+
+    monkeypatch.setattr(nltk.corpus, "wordnet", _MissingWordNet())

@@ -1,22 +1,9 @@
 """PPA with real WordNet (built from Debian's WordNet database when it is installed) and without."""
-import os
-
 import nltk
 import pytest
 
 from phrasedet.data import PositivePhraseAugmenter, WordNetLexicon, WordNetUnavailable
-from phrasedet.text.wordnet import DEBIAN_WORDNET_DIR, install_wordnet
-
-
-@pytest.fixture
-def wordnet_reader(tmp_path, monkeypatch):
-    if not os.path.isfile(os.path.join(DEBIAN_WORDNET_DIR, "index.sense")):
-        pytest.skip("no WordNet database here (apt-get install wordnet-base wordnet-sense-index)")
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-    target = install_wordnet(str(tmp_path))
-    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)] + nltk.data.path)
-    return WordNetCorpusReader(target, None)
+from phrasedet.text.wordnet import install_wordnet
 
 
 def test_real_wordnet_synonyms_hypernyms_and_exclusions(wordnet_reader):

@@ -28,7 +28,6 @@ import math
 import os
 from fractions import Fraction as F
 
-import nltk
 import numpy as np
 import pytest
 from detectron2.config import get_cfg
@@ -527,14 +526,9 @@ def test_config_key_through_the_trainer(registered, tmp_path):
         PhrasedetTrainer.build_evaluator(_cfg(tmp_path, PPA=True, VOCABULARY="image"), TEST)
 
 
-class _MissingWordNet:
-    def ensure_loaded(self):
-        raise LookupError("Resource wordnet not found.")
-
-
-def test_missing_wordnet_names_the_evaluation_key(registered, monkeypatch, tmp_path):
+def test_missing_wordnet_names_the_evaluation_key(registered, monkeypatch, tmp_path, request):
     monkeypatch.undo()  # the real WordNetLexicon, with nltk's wordnet corpus missing
-    monkeypatch.setattr(nltk.corpus, "wordnet", _MissingWordNet())
+    request.getfixturevalue("missing_wordnet")
     with pytest.raises(WordNetUnavailable, match=r"\(TEST.PHRASE_DETECTION.PPA True\).*nltk.downloader wordnet.*"
                                                  r"or set TEST.PHRASE_DETECTION.PPA False"):
         PhrasedetTrainer.build_evaluator(_cfg(tmp_path, PPA=True), TEST)

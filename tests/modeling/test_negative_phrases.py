@@ -13,6 +13,7 @@ from detectron2.utils.env import seed_all_rng
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data.ppa import WordNetUnavailable
 from phrasedet.engine import PhrasedetTrainer
+from phrasedet.engine import npa_hook
 from phrasedet.engine.npa_hook import NegativePhraseHook
 from phrasedet.modeling.roi_heads.negative_phrases import (NegativePhraseTable, WordNetHypernyms, append_negative_targets,
                                                            coannotated_pairs, draw_negatives, head_word, hypernym_pairs,
@@ -48,19 +49,14 @@ def test_table_keeps_the_table_size_hardest():
         NegativePhraseTable.from_scores(["a"], vocab, torch.zeros(1, 3), 2)
 
 
-def test_real_wordnet_puts_person_above_man():
-    hypernyms = WordNetHypernyms()
+def test_real_wordnet_puts_person_above_man(wordnet_reader):
+    hypernyms = WordNetHypernyms(wordnet_reader)
     assert "person" in hypernyms("man") and "man" not in hypernyms("person")
     assert hypernym_pairs(["old man", "person", "red shirt"], hypernyms) == {frozenset(("old man", "person"))}
 
 
-def test_missing_wordnet_names_the_npa_key(monkeypatch):
-    from nltk.corpus import wordnet
-
-    def missing():
-        raise LookupError("no wordnet")
-
-    monkeypatch.setattr(wordnet, "ensure_loaded", missing)
+@pytest.mark.usefixtures("missing_wordnet")
+def test_missing_wordnet_names_the_npa_key():
     with pytest.raises(WordNetUnavailable, match=r"MODEL\.PHRASE_ROI_HEADS\.NPA\.WORDNET_FILTER True.*nltk\.downloader wordnet"):
         WordNetHypernyms()
 
@@ -282,7 +278,9 @@ def _train(out, resume=False, kill_after=None):
 
 
 @pytest.mark.usefixtures("builtin_root")
-def test_training_with_npa_refreshes_the_table_resumes_and_repeats_exactly(tmp_path):
+def test_training_with_npa_refreshes_the_table_resumes_and_repeats_exactly(tmp_path, monkeypatch):
+    # the WordNet filter runs on the fake hierarchy: the run is the same whatever WordNet a machine has
+    monkeypatch.setattr(npa_hook, "WordNetHypernyms", lambda: _fake_hypernyms)
     trainer, npa, tables, losses, negatives = _train(tmp_path / "a")
     assert type(trainer._hooks[0]).__name__ == "IterationSeedHook" and trainer._hooks[1] is npa
     assert [it for it, _ in npa.refreshes] == [0, 3]
