@@ -19,6 +19,7 @@ import pytest
 import torch
 from detectron2.data import DatasetCatalog, MetadataCatalog
 
+import phrasedet.evaluation.phrase_detection.phrase_detection_ap as core
 from phrasedet.data.synthetic.builtin import FEW_SHOT_MAX, _bucket_table
 from phrasedet.evaluation import (PhraseDetectionEvaluator, PhraseDetections, PhraseFilter, PhraseGroundTruth,
                                   evaluate_phrase_detection, paired_iou, test_vocabulary)
@@ -113,6 +114,76 @@ def test_localization_threshold_defaults_to_the_match_threshold_and_can_differ(m
     assert _single(mode, A_HALF, iou_thresh=0.5, loc_iou_thresh=THR_ABOVE) == (1.0, 0)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("thr, box, ap", [
+    (0.0, FAR, 1.0),         # IoU 0 >= 0: at threshold 0 even a disjoint box is a hit and localizes
+    (1.0, A, 1.0),           # IoU exactly 1 >= 1: a hit
+    (1.0, JUST_ABOVE, 0.0),  # IoU 0.50000005 < 1
+])
+def test_thresholds_zero_and_one_are_inclusive_ends_of_the_range(mode, thr, box, ap):
+    assert _single(mode, box, iou_thresh=thr) == (ap, int(ap))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_nan_box_is_no_hit_even_at_threshold_zero(mode):
+    # an IoU of NaN is not >= 0 (standard mode replaces it by -1, below every valid threshold)
+    assert _single(mode, [0.0, 0.0, 10.0, np.nan], iou_thresh=0.0) == (0.0, 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kwargs, message", [
+    ({"iou_thresh": -0.1}, "iou_thresh must be in [0, 1], got -0.1"),
+    ({"iou_thresh": 1.1}, "iou_thresh must be in [0, 1], got 1.1"),
+    ({"iou_thresh": float(np.nextafter(1.0, 2.0))}, "iou_thresh must be in [0, 1], got 1.0000000000000002"),
+    ({"iou_thresh": float("nan")}, "iou_thresh must be in [0, 1], got nan"),
+    ({"loc_iou_thresh": 1.5}, "the localization IoU threshold must be in [0, 1], got 1.5"),
+    ({"loc_iou_thresh": -1e-9}, "the localization IoU threshold must be in [0, 1], got -1e-09"),
+])
+def test_thresholds_outside_zero_one_are_refused_with_their_name(mode, kwargs, message):
+    # a threshold above 1 would silently score every detection a miss, below 0 every one a hit
+    gt, d = build(["im0"], [("im0", "cat", A)], {("im0", "cat"): [(0.9, A)]})
+    with pytest.raises(ValueError) as e:
+        evaluate_phrase_detection(gt, d, mode, **kwargs)
+    assert str(e.value) == message
+
+
+def test_match_detections_defaults_to_reference_mode_at_one_half_and_names_a_bad_mode():
+    # two instances of "man" in im0 (A, B), one detection (.9, A_HALF: IoU exactly 0.5 with A):
+    # reference labels the copy of A (copy 0) a TP; standard too, but with copy 0 for every TP, so
+    # a second detection (.8, B) tells them apart: reference gives copy 1 its own TP at k1.
+    gt, d = build(["im0"], [("im0", "man", A), ("im0", "man", B)], {("im0", "man"): [(0.9, A_HALF), (0.8, B)]}, k=2)
+    tps = core.match_detections(gt, d)
+    assert (tps.pair.tolist(), tps.copy.tolist(), tps.k.tolist()) == ([0, 0], [0, 1], [0, 1])
+    standard = core.match_detections(gt, d, "standard")
+    assert (standard.copy.tolist(), standard.k.tolist()) == ([0, 0], [0, 1])
+    assert core.localization_success(gt, d).tolist() == [True, False]  # top-1 (.9, IoU 0.5 with A) at 0.5
+    with pytest.raises(ValueError) as e:
+        core.match_detections(gt, d, "Reference")
+    assert str(e.value) == "mode must be one of ('reference', 'standard'), got 'Reference'"
+
+
+@pytest.mark.parametrize("mode, ap", [
+    # reference: one copy of the detection per instance: (.9 copy0 vs NaN) FP r1, (.9 copy1 vs A) TP r2
+    #   -> AP = 1/2 (1/2) = 1/4
+    ("reference", 0.25),
+    # standard: the IoU with the NaN box is NaN, never the best -> the detection hits A: TP r1 -> 1/2
+    #   (a NaN best IoU would make it a miss: AP 0)
+    ("standard", 0.5),
+])
+def test_an_instance_with_a_nan_box_leaves_the_other_instance_of_its_pair_matchable(mode, ap):
+    # "cat" in im0 on [0, 0, 10, NaN] and on A; one detection (.9, A); 2 instances
+    gt, d = build(["im0"], [("im0", "cat", [0.0, 0.0, 10.0, np.nan]), ("im0", "cat", A)],
+                  {("im0", "cat"): [(0.9, A)]})
+    assert ap_of(evaluate_phrase_detection(gt, d, mode), "cat") == pytest.approx(ap)
+
+
+def test_find_pairs_misses_keys_past_the_last_pair_and_on_ground_truth_without_pairs():
+    gt = PhraseGroundTruth(["im0", "im1"], ["cat", "dog"], [0], [0], [A])
+    assert gt.find_pairs([0, 0, 1, 1], [0, 1, 0, 1]).tolist() == [0, -1, -1, -1]  # (1, dog): above every key
+    empty = PhraseGroundTruth(["im0"], ["cat"], [], [], np.zeros((0, 4)))
+    assert empty.find_pairs([0, 0], [0, 0]).tolist() == [-1, -1]
+
+
 @pytest.mark.parametrize("box, localized", [(JUST_BELOW, 0), (A_HALF, 1), (JUST_ABOVE, 1)])
 def test_localization_of_the_top1_box_either_side_of_one_half(box, localized):
     # Top-1 detection (0.9, box) of an instance on A; kills `iou >= thr` -> `>` in localization_success.
@@ -166,6 +237,18 @@ def test_ranking_ties_by_k_put_an_earlier_false_positive_first(mode):
     # k0 (.7, FAR) FP and k1 (.7, A) TP tie: k0 ranks first -> FP r1, TP r2 -> AP 1/2 (k descending: 1)
     gt, d = build(["im0"], [("im0", "cat", A)], {("im0", "cat"): [(0.7, FAR), (0.7, A)]}, k=2)
     assert ap_of(evaluate_phrase_detection(gt, d, mode), "cat") == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ties_among_many_detections_keep_k_order(mode):
+    # 40 detections of one instance on A: .7 at k = 0, 3, ..., 39 (14 of them), .5 elsewhere; only
+    # k18 and k21 hit (box A), the rest are FAR. Equal scores go in k order, so k18 is the 7th
+    # entry and the TP: AP = 1/7. (numpy's default sort is not stable beyond 16 elements: it
+    # puts k21 first here, which would make k21 the TP at rank 8.)
+    dets = [(0.7 if k % 3 == 0 else 0.5, A if k in (18, 21) else FAR) for k in range(40)]
+    gt, d = build(["im0"], [("im0", "cat", A)], {("im0", "cat"): dets}, k=40)
+    assert core.match_detections(gt, d, mode).k.tolist() == [18]
+    assert ap_of(evaluate_phrase_detection(gt, d, mode), "cat") == pytest.approx(1 / 7)
 
 
 # ----------------------------------------------------------------------------- float32 scores

@@ -137,6 +137,7 @@ class PhraseGroundTruth:
         key = np.asarray(image_index, dtype=np.int64) * self.num_phrases + np.asarray(phrase_index)
         pos = np.searchsorted(self.pair_key, key)
         if self.num_pairs == 0:
-            return np.full(key.shape, -1, dtype=np.int64)
-        found = (pos < self.num_pairs) & (self.pair_key[np.minimum(pos, self.num_pairs - 1)] == key)
+            return np.full(key.shape, -1)
+        # pos == num_pairs: key is above every pair key, so it differs from the last one too
+        found = self.pair_key[np.minimum(pos, self.num_pairs - 1)] == key
         return np.where(found, pos, -1)

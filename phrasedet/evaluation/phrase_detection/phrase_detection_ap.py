@@ -56,12 +56,19 @@ def _pair_order(pair_scores: np.ndarray):
     return order, position
 
 
+def _check_iou_thresh(name: str, value: float) -> None:
+    """An IoU threshold must lie in [0, 1] (an IoU does): ValueError naming it otherwise."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+
+
 def match_detections(gt: PhraseGroundTruth, dets: PhraseDetections, mode: str = "reference",
                      iou_thresh: float = 0.5) -> TruePositives:
     """Label the entries of ground-truth pairs; return the true positives (all other entries,
     including every entry of an image without the phrase, are false positives)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    _check_iou_thresh("iou_thresh", iou_thresh)
     K = dets.k
     pair_scores = dets.scores[gt.pair_image, gt.pair_phrase]  # [M, K]
     valid = ~np.isnan(pair_scores)
@@ -191,6 +198,7 @@ def rank_true_positives(gt: PhraseGroundTruth, dets: PhraseDetections, tps: True
 def localization_success(gt: PhraseGroundTruth, dets: PhraseDetections, iou_thresh: float = 0.5) -> np.ndarray:
     """bool [G]: the top-1 detection of the instance's phrase in its image (highest score, equal
     scores: smaller k) has IoU >= ``iou_thresh`` with the instance's box."""
+    _check_iou_thresh("the localization IoU threshold", iou_thresh)
     if gt.num_instances == 0:
         return np.zeros(0, dtype=bool)
     pair_scores = dets.scores[gt.pair_image, gt.pair_phrase]
@@ -287,9 +295,9 @@ def evaluate_phrase_detection(gt: PhraseGroundTruth, dets: PhraseDetections, mod
     mode : "reference" or "standard"
         How entries are labelled (module docstring).
     iou_thresh : float
-        IoU for a true positive (>=).
+        IoU for a true positive (>=), in [0, 1] (ValueError otherwise).
     loc_iou_thresh : float, optional
-        IoU for a localized instance; defaults to ``iou_thresh``.
+        IoU for a localized instance, in [0, 1]; defaults to ``iou_thresh``.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
