@@ -84,7 +84,7 @@ SCOPES = {
                 "visual_genome.py", "vsepp_precomp.py"]),
         _files("tests/data",
                ["test_flickr30k_entities.py", "test_referit.py", "test_caption_datasets.py", "test_visual_genome.py",
-                "test_boundaries_readers.py"]),
+                "test_boundaries_readers.py", "test_reader_messages.py"]),
         # a fresh interpreter that imports everything; the built-in dataset written and read in full
         deselect=("tests/data/test_caption_datasets.py::test_registration_reads_no_file",
                   "tests/data/test_caption_datasets.py::test_builtin_captions_equal_the_entities_loader")),

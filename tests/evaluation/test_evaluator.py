@@ -74,3 +74,32 @@ def test_find_pairs_with_int32_indices_at_a_scale_beyond_int32_keys():
     gt = PhraseGroundTruth(names, names, [n - 1], [n - 1], [[0, 0, 1, 1]])
     image, phrase = np.array([n - 1, n - 1], np.int32), np.array([n - 1, n - 2], np.int32)
     assert gt.find_pairs(image, phrase).tolist() == [0, -1]
+
+
+def test_exported_images_import_into_another_store_with_more_detections_per_phrase():
+    """What a process sends in distributed evaluation: its images' score rows and the boxes of their
+    ground-truth pairs; the receiving store (K=3) pads the K=2 rows with "no detection"."""
+    from phrasedet.evaluation import PhraseDetections
+
+    # im0: pairs (im0, cat) and (im0, dog); im1: none; im2: (im2, dog)
+    gt = PhraseGroundTruth(["im0", "im1", "im2"], ["cat", "dog"], [0, 0, 2], [0, 1, 1],
+                           [[0, 0, 1, 1], [0, 0, 2, 2], [0, 0, 3, 3]])
+    sender = PhraseDetections(gt, 2)
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        sender.add_image(i, rng.random((2, 2)), rng.random((2, 2, 4)) * 10)
+    images, scores, pairs, boxes = sender.export_images([2, 1])
+    assert images.tolist() == [2, 1] and pairs.tolist() == [2] and pairs.dtype == np.int64
+    assert np.array_equal(scores, sender.scores[[2, 1]]) and np.array_equal(boxes, sender.pair_boxes[[2]])
+    receiver = PhraseDetections(gt, 3)
+    receiver.pair_boxes[:] = 7.0  # stale boxes of pair 2 must not survive in its third column
+    receiver.import_images(*sender.export_images([0, 2]))
+    assert receiver.filled.tolist() == [True, False, True]
+    np.testing.assert_array_equal(receiver.scores[[0, 2], :, :2], sender.scores[[0, 2]])
+    assert np.isnan(receiver.scores[[0, 2], :, 2]).all()
+    np.testing.assert_array_equal(receiver.pair_boxes[:, :2], sender.pair_boxes)
+    assert np.isnan(receiver.pair_boxes[:, 2]).all()
+    empty = sender.export_images([1])
+    assert (empty[0].tolist(), empty[2].tolist(), empty[3].shape) == ([1], [], (0, 2, 4))
+    with pytest.raises(ValueError, match="got 3 detections per phrase, but this evaluation was set up for K=2"):
+        sender.import_images(*receiver.export_images([0]))

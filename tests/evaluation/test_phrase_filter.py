@@ -346,3 +346,23 @@ def test_large_vocabulary_is_filtered_image_by_image():
         np.testing.assert_array_equal(np.isfinite(dets.scores[i, :, 0]), expect)
     instance_kept = [bool(set(phrases[j].split()) & allowed[str(i)]) for i, j in zip(gt.gt_image, gt.gt_phrase)]
     assert f.recall(gt) == pytest.approx(np.mean(instance_kept))
+
+
+def test_from_retrieved_keeps_the_top_n_sentences_each_tokenized_once(monkeypatch):
+    import phrasedet.evaluation.phrase_detection.phrase_filter as module
+
+    calls = []
+
+    def counting(caption):
+        calls.append(caption)
+        return caption_tokens(caption)
+
+    monkeypatch.setattr(module, "caption_tokens", counting)
+    sentences = ["A Dog runs.", "the cat", "Red CAR!"]
+    retrieved = np.array([[2, 0, 1], [0, 0, 2]])  # the third column is beyond top_n 2
+    f = PhraseFilter.from_retrieved([1, "b"], retrieved, sentences, 2, retrieval_model={"name": "toy"})
+    assert f.tokens == {"1": {"red", "car", "a", "dog", "runs"}, "b": {"a", "dog", "runs"}}
+    assert f.captions == {"1": [2, 0], "b": [0, 0]} and f.top_n == 2 and f.retrieval_model == {"name": "toy"}
+    assert calls == ["Red CAR!", "A Dog runs."]  # sentence 0 retrieved three times, tokenized once
+    assert (1 in f, "1" in f, "b" in f, "c" in f, 2 in f) == (True, True, True, False, False)
+    assert f.image_ids == ["1", "b"] and len(f) == 2

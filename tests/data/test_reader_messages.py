@@ -1,0 +1,222 @@
+"""Every error message and count of the dataset readers, word for word (issue 14).
+
+The readers' own tests check that bad input raises and that the message names the file; these
+pin the whole message (file, line or record, key, the values quoted) and the logged counts, so a
+wrong column, line number or label cannot pass unnoticed.
+"""
+import logging
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from phrasedet.data.datasets import BadAnnotationError, load_flickr30k_entities, parse_annotation_xml, parse_sentence_line
+from phrasedet.data.datasets.flickr30k_entities import parse_sentences_file, read_unrelated_captions
+
+from .flickr_fixture import CAPTIONS, OBJECTS, XML, write_flickr_root
+
+
+def _message(error, call, *args, **kwargs):
+    with pytest.raises(error) as e:
+        call(*args, **kwargs)
+    return str(e.value)
+
+
+# ----------------------------------------------------------------------------- Flickr30K Entities markup
+@pytest.mark.parametrize("line, message", [
+    ("Two guys] look .", "S.txt:3: ']' without '[' at column 9"),
+    ("a [/EN#1/people guys] b] .", "S.txt:3: ']' without '[' at column 24"),  # after a closed phrase
+    ("x [EN#1 people Two guys] look at the sky today",
+     "S.txt:3: malformed phrase tag at column 3: '[EN#1 people Two guys] look at' (expected '[/EN#<chain id>/<type> words]')"),
+    ("a [/EN#1/people Two guys look", "S.txt:3: '[' at column 3 is never closed"),
+    ("a [/EN#1/people Two [/EN#2/other guys] ] look .", "S.txt:3: nested '[' inside the phrase at column 3"),
+    ("a b [/EN#1/people ] look .", "S.txt:3: empty phrase at column 5"),
+])
+def test_markup_errors_name_the_place_and_the_column(line, message):
+    assert _message(BadAnnotationError, parse_sentence_line, line, "S.txt:3") == message
+
+
+def test_markup_error_without_a_place_says_string():
+    assert _message(BadAnnotationError, parse_sentence_line, "a]") == "<string>: ']' without '[' at column 2"
+
+
+def test_phrase_words_are_joined_by_single_spaces_and_counted_from_zero():
+    caption, (p, q) = parse_sentence_line("  see [/EN#12/people/other  two   men ] and [/EN#3/dogs a dog]  ")
+    assert caption == "see two men and a dog"
+    assert (p.phrase, p.chain_id, p.types, p.first_word_index) == ("two men", "12", ["people", "other"], 1)
+    assert (q.phrase, q.chain_id, q.types, q.first_word_index) == ("a dog", "3", ["dogs"], 4)
+
+
+def test_sentences_file_skips_blank_lines_but_counts_them(tmp_path):
+    path = tmp_path / "1.txt"
+    path.write_text("[/EN#1/people A man] runs .\n\n   \n[/EN#2/people ] x\n")
+    assert _message(BadAnnotationError, parse_sentences_file, str(path)) == f"{path}:4: empty phrase at column 1"
+    path.write_text("[/EN#1/people A man] runs .\n\nA dog .\n")
+    assert [c for c, _ in parse_sentences_file(str(path))] == ["A man runs .", "A dog ."]
+
+
+# ----------------------------------------------------------------------------- Flickr30K Entities XML
+def _xml(tmp_path, objects=OBJECTS, size="<size><width>333</width><height>500</height></size>"):
+    path = tmp_path / "a.xml"
+    path.write_text(f"<annotation>{size}{objects}</annotation>")
+    return str(path)
+
+
+@pytest.mark.parametrize("size, message", [
+    ("", "missing <size> (needed for the image width and height)"),
+    ("<size><height>500</height></size>", "missing <width>"),
+    ("<size><width>333</width><height></height></size>", "missing <height>"),
+    ("<size><width>333</width><height>tall</height></size>", "<height> is not a number: 'tall'"),
+])
+def test_size_errors_name_the_file_and_the_tag(tmp_path, size, message):
+    path = _xml(tmp_path, size=size)
+    assert _message(BadAnnotationError, parse_annotation_xml, path) == f"{path}: {message}"
+
+
+def test_sizes_may_be_written_as_decimals_with_spaces(tmp_path):
+    ann = parse_annotation_xml(_xml(tmp_path, "", "<size><width> 333.0 </width><height>5e2</height></size>"))
+    assert (ann.width, ann.height) == (333, 500)
+
+
+@pytest.mark.parametrize("obj, message", [
+    ("<object><name> </name><bndbox/></object>", "<object> #2: no <name> (chain id)"),
+    ("<object><name>4</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax></bndbox></object>",
+     "<object> #2: missing <ymax>"),
+    ("<object><name>4</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax><ymax>x</ymax></bndbox></object>",
+     "<object> #2: <ymax> is not a number: 'x'"),
+    ("<object><name>4</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>334</xmax><ymax>9</ymax></bndbox></object>",
+     "<object> #2: box [0, 0, 334, 9] (0-based xyxy) lies outside the 333x500 image (use box_policy='clip' to clip such boxes)"),
+    ("<object><name>4</name><bndbox><xmin>5</xmin><ymin>1</ymin><xmax>4</xmax><ymax>9</ymax></bndbox></object>",
+     "<object> #2: empty box [4, 0, 4, 9]"),
+])
+def test_object_errors_name_the_file_and_the_object_number(tmp_path, obj, message):
+    first = "<object><name>1</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax><ymax>9</ymax></bndbox></object>"
+    path = _xml(tmp_path, first + obj)
+    assert _message(BadAnnotationError, parse_annotation_xml, path) == f"{path}: {message}"
+
+
+def test_xml_that_does_not_parse_names_the_file_and_the_parser_error(tmp_path):
+    path = tmp_path / "a.xml"
+    path.write_text("<annotation><size>")
+    with pytest.raises(ET.ParseError) as parser:
+        ET.parse(str(path))
+    assert _message(BadAnnotationError, parse_annotation_xml, str(path)) == f"{path}: cannot parse XML: {parser.value}"
+    assert _message(BadAnnotationError, parse_annotation_xml, str(tmp_path)).startswith(
+        f"{tmp_path}: cannot parse XML: [Errno 21] Is a directory")
+
+
+def test_box_at_the_image_edge_is_inside_and_one_pixel_beyond_is_clipped(tmp_path):
+    # 1-based inclusive pixels 1..333 of a 333-wide image: [0, 333) is inside, 334 sticks out
+    objs = ("<object><name>1</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>333</xmax><ymax>500</ymax></bndbox></object>"
+            "<object><name>2</name><name>3</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>334</xmax><ymax>501</ymax></bndbox></object>")
+    ann = parse_annotation_xml(_xml(tmp_path, objs), box_policy="clip")
+    assert ann.boxes == {"1": [[0.0, 0.0, 333.0, 500.0]], "2": [[0.0, 0.0, 333.0, 500.0]], "3": [[0.0, 0.0, 333.0, 500.0]]}
+    assert ann.clipped_boxes == 1
+
+
+def test_scene_and_nobndbox_flags_are_exactly_one(tmp_path):
+    objs = ("<object><name>1</name><scene> 1 </scene><nobndbox>0</nobndbox></object>"
+            "<object><name>2</name><scene>0</scene><nobndbox> 1</nobndbox></object>"
+            "<object><name>3</name><scene>2</scene><nobndbox>10</nobndbox></object>"
+            "<object><name>4</name></object>")
+    ann = parse_annotation_xml(_xml(tmp_path, objs))
+    assert (ann.scene, ann.nobox, ann.boxes, ann.clipped_boxes) == ({"1"}, {"2"}, {}, 0)
+
+
+# ----------------------------------------------------------------------------- UNRELATED_CAPTIONS
+@pytest.mark.parametrize("line", ["1000092795", "1000092795 x", "1000092795 0", "1000092795 1 2", "1000092795 -1"])
+def test_unrelated_caption_line_errors_quote_the_line(tmp_path, line):
+    path = tmp_path / "UNRELATED_CAPTIONS"
+    path.write_text(f"# <image id> <sentence number>\n\n12 1\n{line}\n")
+    assert (_message(BadAnnotationError, read_unrelated_captions, str(path))
+            == f"{path}:4: expected '<image id> <sentence number>', got {line!r}")
+
+
+def test_unrelated_captions_are_zero_based_sets_per_image(tmp_path):
+    path = tmp_path / "UNRELATED_CAPTIONS"
+    path.write_text("12 1\n12 5\n  7 2  \n12 1\n")
+    assert read_unrelated_captions(str(path)) == {"12": {0, 4}, "7": {1}}
+
+
+# ----------------------------------------------------------------------------- Flickr30K Entities loader
+def _load(root, **kwargs):
+    return load_flickr30k_entities(root, os.path.join(os.path.dirname(root), "flickr30k-images"),
+                                   os.path.join(root, "train.txt"), **kwargs)
+
+
+@pytest.mark.parametrize("folder, name", [("Sentences", "1000092795.txt"), ("Annotations", "1000092795.xml")])
+def test_missing_annotation_file_names_the_image_and_the_path(tmp_path, folder, name):
+    root, _ = write_flickr_root(str(tmp_path))
+    path = os.path.join(root, folder, name)
+    os.remove(path)
+    assert (_message(FileNotFoundError, _load, root)
+            == f"Flickr30K Entities: image 1000092795 is in the split list but {path} does not exist")
+
+
+def test_missing_root_and_images_are_named(tmp_path):
+    assert (_message(FileNotFoundError, _load, str(tmp_path / "nowhere"))
+            == f"Flickr30K Entities root {str(tmp_path / 'nowhere')!r} does not exist")
+    root, image_root = write_flickr_root(str(tmp_path), write_image=False)
+    assert (_message(FileNotFoundError, _load, root)
+            == f"Flickr30K Entities: 1 of 1 image files are missing, e.g. {os.path.join(image_root, '1000092795.jpg')!r}")
+    assert len(_load(root, check_images=False)) == 1
+
+
+@pytest.mark.parametrize("numbers, ok", [("5", True), ("6", False), ("7\n1000092795 6", False)])
+def test_unrelated_caption_beyond_the_last_caption_is_an_error(tmp_path, numbers, ok):
+    root, _ = write_flickr_root(str(tmp_path))
+    unrelated = tmp_path / "UNRELATED_CAPTIONS"
+    unrelated.write_text(f"1000092795 {numbers}\n")
+    if ok:
+        assert _load(root, unrelated_captions_file=str(unrelated))[0]["unrelated_captions"] == [4]
+        return
+    sentences = os.path.join(root, "Sentences", "1000092795.txt")
+    assert (_message(BadAnnotationError, _load, root, unrelated_captions_file=str(unrelated))
+            == f"UNRELATED_CAPTIONS: image 1000092795 sentence 6 but {sentences} has 5 captions")
+
+
+def test_record_and_entries_in_full(tmp_path):
+    caps = ["[/EN#1/people Two young guys] see [/EN#0/notvisual it] near [/EN#99/other a dog] .",
+            "[/EN#4/scene/notvisual many bushes] and [/EN#10/other time] and [/EN#8/scene the yard] ."]
+    root, image_root = write_flickr_root(str(tmp_path), captions=caps)
+    (record,) = _load(root)
+    union = [20.0, 100.0, 219.0, 400.0]
+    assert {k: v for k, v in record.items() if k not in ("annotations", "unboxed_phrases")} == {
+        "file_name": os.path.join(image_root, "1000092795.jpg"), "image_id": "1000092795", "height": 500,
+        "width": 333, "dataset": "flickr30k_entities", "captions": [
+            "Two young guys see it near a dog .", "many bushes and time and the yard ."],
+        "unrelated_captions": []}
+    assert record["annotations"] == [{
+        "phrase": "two young guys", "phrase_raw": "Two young guys", "phrase_types": ["people"], "chain_id": "1",
+        "caption_index": 0, "first_word_index": 0, "bbox": union, "bbox_mode": 0, "category_id": 0,
+        "boxes": [[158.0, 124.0, 219.0, 335.0], [20.0, 100.0, 120.0, 400.0]]}]
+    # chain 0 and the notvisual type win over boxes (chain 4 has two); scene before nobndbox
+    assert [(u["chain_id"], u["reason"], u["caption_index"], u["first_word_index"]) for u in record["unboxed_phrases"]] == [
+        ("0", "notvisual", 0, 4), ("99", "unannotated", 0, 6), ("4", "notvisual", 1, 0), ("10", "nobox", 1, 3),
+        ("8", "scene", 1, 5)]
+    assert record["unboxed_phrases"][1] == {"phrase": "dog", "phrase_raw": "a dog", "phrase_types": ["other"],
+                                            "chain_id": "99", "caption_index": 0, "first_word_index": 6,
+                                            "reason": "unannotated"}
+
+
+def test_a_chain_both_scene_and_nobndbox_is_scene(tmp_path):
+    xml = XML.replace("<name>10</name><nobndbox>1</nobndbox><scene>0</scene>", "<name>10</name><nobndbox>1</nobndbox><scene>1</scene>")
+    root, _ = write_flickr_root(str(tmp_path), xml=xml)
+    (record,) = _load(root)
+    assert [(u["chain_id"], u["reason"]) for u in record["unboxed_phrases"] if u["chain_id"] == "10"] == [("10", "scene")]
+
+
+def test_load_logs_every_count(tmp_path, caplog):
+    caps = list(CAPTIONS[:4]) + ["[/EN#0/notvisual It] shows [/EN#99/other a dog] and [/EN#1/people men] ."]
+    xml = XML.replace("<xmax>333</xmax>", "<xmax>340</xmax>")  # chain 4's second box, clipped
+    root, _ = write_flickr_root(str(tmp_path), captions=caps, xml=xml)
+    unrelated = tmp_path / "UNRELATED_CAPTIONS"
+    unrelated.write_text("1000092795 4\n")
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.flickr30k_entities"):
+        _load(root, unrelated_captions_file=str(unrelated), box_policy="clip")
+    # box targets 3 + 2 + 2 in captions 1-3, 1 in caption 5; caption 4 (3 phrases) skipped; the two
+    # yards scene-only; caption 5's "It" notvisual, "a dog" unannotated
+    assert caplog.messages[-1] == (
+        f"Loaded 1 images of {os.path.join(root, 'train.txt')}: 8 box-target phrase occurrences; not box targets: "
+        "1 notvisual, 2 scene-only, 0 nobndbox, 1 chain not in the XML; 3 phrases of unrelated captions skipped; "
+        "1 boxes clipped to the image.")
