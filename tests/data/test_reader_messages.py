@@ -220,3 +220,128 @@ def test_load_logs_every_count(tmp_path, caplog):
         f"Loaded 1 images of {os.path.join(root, 'train.txt')}: 8 box-target phrase occurrences; not box targets: "
         "1 notvisual, 2 scene-only, 0 nobndbox, 1 chain not in the XML; 3 phrases of unrelated captions skipped; "
         "1 boxes clipped to the image.")
+
+
+# ----------------------------------------------------------------------------- ReferIt
+def _referit_root(tmp_path, refs, instances=None):
+    from .test_referit import _write_refclef
+
+    return _write_refclef(str(tmp_path), refs=refs, instances=instances)
+
+
+def _ref(ref_id=9, ann_id=1, image_id=25123, split="train", sentences=({"raw": "x"},), **extra):
+    return {"ref_id": ref_id, "ann_id": ann_id, "image_id": image_id, "split": split, "sentences": list(sentences),
+            **extra}
+
+
+def _referit(tmp_path, refs, instances=None, **kwargs):
+    from phrasedet.data.datasets import load_referit
+
+    refclef, image_root = _referit_root(tmp_path, refs, instances)
+    return load_referit(refclef, image_root, **{"split": "train", **kwargs}), refclef, image_root
+
+
+def _referit_error(tmp_path, refs, instances=None, error=BadAnnotationError, **kwargs):
+    with pytest.raises(error) as e:
+        _referit(tmp_path, refs, instances, **kwargs)
+    refclef = os.path.join(str(tmp_path), "refclef")
+    return str(e.value), os.path.join(refclef, "refs(berkeley).p"), os.path.join(refclef, "instances.json")
+
+
+@pytest.mark.parametrize("refs, message", [
+    ({"ref_id": 9}, "expected a list of refs, got dict"),
+    ([_ref(), "ref"], "record 1: expected a JSON object, got str 'ref'"),
+    ([_ref(ref_id="r9", image_id="25123")], "record 0 ('r9'): key 'image_id' must be an integer, got '25123'"),
+    ([_ref(split=None)], "record 0 (ref_id 9): key 'split' must be a string, got None"),
+    ([{**_ref(), "sentences": "x"}], "record 0 (ref_id 9): key 'sentences' must be a list, got 'x'"),
+    ([_ref(sentences=[{"raw": "a"}, "b"])], "record 0 (ref_id 9): sentences[1]: expected a JSON object, got str 'b'"),
+    ([_ref(sentences=[{"tokens": []}])], "record 0 (ref_id 9): sentences[0]: missing key 'raw' (or 'sent')"),
+    ([_ref(sentences=[{"sent": 3}])], "record 0 (ref_id 9): sentences[0]: key 'sent' must be a string, got 3"),
+    ([_ref(sentences=[{"raw": "a", "sent": None}])], "record 0 (ref_id 9): sentences[0]: key 'sent' must be a string, got None"),
+])
+def test_refs_errors_name_the_file_the_ref_the_sentence_and_the_key(tmp_path, refs, message):
+    got, refs_path, _ = _referit_error(tmp_path, refs)
+    expected = f"{refs_path}: {message}".replace("record 0 ('r9')", "record 0 (ref_id 'r9')")
+    assert got == expected
+
+
+def test_refs_and_annotations_not_in_instances_are_named(tmp_path):
+    got, refs_path, inst_path = _referit_error(tmp_path, [_ref(ann_id=5)])
+    assert got == f"{refs_path}: ref_id 9: ann_id 5 is not in {inst_path}"
+    got, refs_path, inst_path = _referit_error(tmp_path, [_ref(image_id=4)])
+    assert got == f"{refs_path}: image_id 4 is not in {inst_path}"
+
+
+def test_referit_box_error_names_the_annotation_and_the_ref(tmp_path):
+    instances = {"images": [{"id": 25123, "file_name": "25123.jpg", "width": 100, "height": 80}],
+                 "annotations": [{"id": 1, "bbox": [80, 20, 20.5, 40]}]}
+    got, _, inst_path = _referit_error(tmp_path, [_ref()], instances)
+    assert got == (f"{inst_path}: annotation id 1 (ref_id 9): box [80, 20, 100.5, 60] (0-based xyxy) lies outside "
+                   "the 100x80 image (use box_policy='clip' to clip such boxes)")
+
+
+def test_unknown_referit_split_lists_the_known_ones(tmp_path):
+    with pytest.raises(KeyError) as e:
+        _referit(tmp_path, [_ref()], split="dev")
+    assert e.value.args[0] == "ReferIt split 'dev' unknown; choose from ['test', 'testA', 'testB', 'train', 'trainval', 'val']"
+
+
+@pytest.mark.parametrize("split, images", [
+    ("train", ["1"]), ("val", ["2"]), ("trainval", ["1", "2"]), ("test", ["3"]), ("testA", ["4"]), ("testB", ["5"]),
+])
+def test_each_referit_split_takes_the_refs_of_its_split_values(tmp_path, split, images):
+    names = ["train", "val", "test", "testA", "testB"]
+    refs = [_ref(ref_id=n, ann_id=n, image_id=n, split=s) for n, s in enumerate(names, 1)]
+    instances = {"images": [{"id": n, "file_name": f"{n}.jpg", "width": 100, "height": 80} for n in range(1, 6)],
+                 "annotations": [{"id": n, "bbox": [0, 0, 10, 10]} for n in range(1, 6)]}
+    records, _, _ = _referit(tmp_path, refs, instances, split=split, check_images=False)
+    assert [r["image_id"] for r in records] == images
+
+
+def test_referit_record_and_entries_in_full(tmp_path):
+    refs = [_ref(ref_id=7, ann_id="a1", sentences=[{"raw": "", "sent": "Man"}, {"sent_id": 71, "raw": "The Guy"}])]
+    instances = {"images": [{"id": 25123, "file_name": "25123.jpg", "width": 100, "height": 80}],
+                 "annotations": [{"id": "a1", "bbox": [10.5, 20, 30, 40]}]}
+    (record,), _, image_root = _referit(tmp_path, refs, instances)
+    box = [10.5, 20.0, 40.5, 60.0]
+    common = {"bbox": box, "bbox_mode": 0, "category_id": 0, "boxes": [box], "phrase_types": [], "chain_id": "a1",
+              "ref_id": 7, "ann_id": "a1", "first_word_index": 0}
+    assert record == {
+        "file_name": os.path.join(image_root, "25", "images", "25123.jpg"), "image_id": "25123", "height": 80,
+        "width": 100, "dataset": "referit", "captions": ["Man", "The Guy"], "unrelated_captions": [],
+        "unboxed_phrases": [],
+        "annotations": [{**common, "phrase": "man", "phrase_raw": "Man", "sent_id": 0, "caption_index": 0},
+                        {**common, "phrase": "guy", "phrase_raw": "The Guy", "sent_id": 71, "caption_index": 1}]}
+
+
+def test_referit_image_is_found_directly_before_scanning_and_named_when_missing(tmp_path):
+    refclef, image_root = _referit_root(tmp_path, [_ref()])
+    from phrasedet.data.datasets import load_referit
+
+    direct = os.path.join(image_root, "25123.jpg")
+    with open(direct, "wb") as f:  # a second copy at the top: the direct path wins over the scan
+        f.write(open(os.path.join(image_root, "25", "images", "25123.jpg"), "rb").read())
+    assert load_referit(refclef, image_root, "train")[0]["file_name"] == direct
+    os.remove(direct)
+    os.remove(os.path.join(image_root, "25", "images", "25123.jpg"))
+    with pytest.raises(FileNotFoundError) as e:
+        load_referit(refclef, image_root, "train")
+    assert str(e.value) == f"ReferIt: 1 of 1 image files are missing, e.g. {direct!r}"
+
+
+def test_referit_logs_every_count(tmp_path, caplog):
+    refs = [_ref(sentences=[{"raw": " "}, {"raw": "man"}, {"sent": ""}]), _ref(ref_id=10, ann_id=2, image_id=25124)]
+    instances = {"images": [{"id": 25123, "file_name": "25123.jpg", "width": 100, "height": 80},
+                            {"id": 25124, "file_name": "25124.jpg", "width": 60, "height": 40}],
+                 "annotations": [{"id": 1, "bbox": [0, 0, 10, 10]}, {"id": 2, "bbox": [50, 30, 20, 20]}]}
+    imlist = tmp_path / "list.txt"
+    imlist.write_text("25124\n99\n25123\n98\n")
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.referit"):
+        records, _, _ = _referit(tmp_path, refs, instances, image_list=str(imlist), box_policy="clip")
+        _referit(tmp_path, refs, instances, split="train", box_policy="clip")
+    assert [r["image_id"] for r in records] == ["25124", "25123"]  # the list's order
+    assert caplog.messages[-2:] == [
+        f"Loaded 2 ReferIt images (berkeley, split train, image list {imlist}): 2 phrase instances; skipped 2 empty "
+        "sentences, 2 listed images absent from instances.json; 1 boxes clipped.",
+        "Loaded 2 ReferIt images (berkeley, split train): 2 phrase instances; skipped 2 empty sentences, "
+        "0 listed images absent from instances.json; 1 boxes clipped."]
