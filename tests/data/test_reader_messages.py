@@ -345,3 +345,93 @@ def test_referit_logs_every_count(tmp_path, caplog):
         "sentences, 2 listed images absent from instances.json; 1 boxes clipped.",
         "Loaded 2 ReferIt images (berkeley, split train): 2 phrase instances; skipped 2 empty sentences, "
         "0 listed images absent from instances.json; 1 boxes clipped."]
+
+
+# ----------------------------------------------------------------------------- Flickr30K captions
+def test_flickr_captions_log_the_unrelated_captions_of_every_image(tmp_path, caplog):
+    from phrasedet.data.datasets import load_flickr30k_entities_captions
+
+    root, image_root = write_flickr_root(str(tmp_path), write_image=False)
+    write_flickr_root(str(tmp_path), image_id="36979", write_image=False)
+    split = tmp_path / "split.txt"
+    split.write_text("1000092795\n36979\n")
+    unrelated = tmp_path / "UNRELATED_CAPTIONS"
+    unrelated.write_text("1000092795 5\n36979 1\n36979 2\n")
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.flickr30k_captions"):
+        load_flickr30k_entities_captions(root, image_root, str(split), str(unrelated))
+    assert caplog.messages[-1] == f"Loaded 2 images of {split}: 10 captions; 3 captions listed in UNRELATED_CAPTIONS kept."
+
+
+def test_token_file_caption_may_hold_a_tab_made_a_space_and_blank_lines_in_between_are_skipped(tmp_path, caplog):
+    from phrasedet.data.datasets import load_flickr30k_token_captions
+
+    path = tmp_path / "results.token"
+    path.write_text("1.jpg#1\tA dog\tjumps .\n\n1.jpg#0\tA cat .\n2.jpg#0\tA bird .\n")
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.flickr30k_captions"):
+        records = load_flickr30k_token_captions(str(path), "/im")
+    assert [(r["image_id"], r["captions"], r["caption_ids"]) for r in records] == [
+        ("1", ["A cat .", "A dog jumps ."], ["1.jpg#0", "1.jpg#1"]), ("2", ["A bird ."], ["2.jpg#0"])]
+    assert caplog.messages[-1] == (f"Loaded 2 images of {path} (split list None): 3 captions; "
+                                   "0 images of the token file not in the split.")
+    missing = str(tmp_path / "nothing.token")
+    assert _message(FileNotFoundError, load_flickr30k_token_captions, missing, "/im") == (
+        f"Flickr30K token file {missing!r} does not exist")
+
+
+def test_flickr_karpathy_logs_the_file_the_split_and_its_counts(tmp_path, caplog):
+    from phrasedet.data.datasets import load_flickr30k_karpathy
+
+    from . import caption_fixtures as fx
+
+    path = fx.write_json(str(tmp_path / "dataset_flickr30k.json"), fx.karpathy_flickr())
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets"):
+        load_flickr30k_karpathy(path, "/f30k", "test")
+    assert caplog.messages[-2:] == [
+        f"{path}: split test takes 1 of 3 images (1 train, 1 val, 1 test, 0 restval).",
+        "Loaded 1 Flickr30K images (Karpathy split test): 5 captions."]
+
+
+# ----------------------------------------------------------------------------- COCO captions
+def _coco_file(tmp_path, data, name="captions.json"):
+    import json
+
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"images": {}, "annotations": []}, "key 'images' must be a list, got {}"),
+    ({"images": [{"id": 1, "height": 2, "width": 3}, {"id": 5, "height": 0, "width": 3}], "annotations": []},
+     "images[1] (id 5): key 'height' must be a positive number, got 0"),
+    ({"images": [], "annotations": [{"image_id": 1, "id": 7, "caption": " \t "}]},
+     "annotations[0] (id 7): key 'caption': empty caption"),
+    ({"images": [], "annotations": [{"image_id": 1, "id": 7, "caption": "a"}, {"id": 8, "caption": "b"}]},
+     "annotations[1] (id 8): missing key 'image_id'"),
+])
+def test_coco_caption_file_errors_name_the_file_the_record_and_the_key(tmp_path, data, message):
+    from phrasedet.data.datasets import read_coco_captions
+
+    path = _coco_file(tmp_path, data)
+    assert _message(BadAnnotationError, read_coco_captions, [path]) == f"{path}: {message}"
+    missing = str(tmp_path / "none.json")
+    assert _message(FileNotFoundError, read_coco_captions, [missing]) == f"COCO captions file {missing!r} does not exist"
+
+
+def test_coco_karpathy_image_without_official_captions_names_both_files(tmp_path):
+    from phrasedet.data.datasets import load_coco_karpathy
+
+    from . import caption_fixtures as fx
+
+    _, karpathy, (train_file, val_file) = fx.write_coco_root(str(tmp_path))
+    data = fx.official_coco("val2014")
+    data["images"] = data["images"][1:]
+    fx.write_json(val_file, data)
+    where = f"{karpathy}: images[0]: cocoid 391895"
+    assert (_message(BadAnnotationError, load_coco_karpathy, karpathy, "/coco", "test", captions_files=(train_file, val_file))
+            == f"{where} is not in the 'images' of {train_file}, {val_file}")
+    data = fx.official_coco("val2014")
+    data["annotations"] = [a for a in data["annotations"] if a["image_id"] != 391895]
+    fx.write_json(val_file, data)
+    assert (_message(BadAnnotationError, load_coco_karpathy, karpathy, "/coco", "test", captions_files=(train_file, val_file))
+            == f"{where} has no caption in {train_file}, {val_file}")
