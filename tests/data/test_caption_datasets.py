@@ -345,7 +345,7 @@ def test_precomp_bad_files(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"VSE\+\+ captions file '.*dev_caps\.txt' does not exist"):
         load_vsepp_precomp(str(tmp_path), "dev")
     os.remove(tmp_path / "test_ims.npy")
-    with pytest.raises(FileNotFoundError, match=r"VSE\+\+ image features '.*test_ims\.npy' do not exist"):
+    with pytest.raises(FileNotFoundError, match=r"VSE\+\+ image features file '.*test_ims\.npy' does not exist"):
         load_vsepp_precomp(str(tmp_path), "test")
 
 

@@ -435,3 +435,27 @@ def test_coco_karpathy_image_without_official_captions_names_both_files(tmp_path
     fx.write_json(val_file, data)
     assert (_message(BadAnnotationError, load_coco_karpathy, karpathy, "/coco", "test", captions_files=(train_file, val_file))
             == f"{where} has no caption in {train_file}, {val_file}")
+
+
+# ----------------------------------------------------------------------------- VSE++ precomputed features
+def test_precomp_features_must_have_rows_and_may_be_one_dimensional(tmp_path):
+    import numpy as np
+
+    from phrasedet.data.datasets import load_vsepp_precomp
+
+    from . import caption_fixtures as fx
+
+    _, ims = fx.write_precomp(str(tmp_path), captions=fx.FLICKR_1000092795)
+    np.save(ims, np.float32(3.0))
+    assert _message(BadAnnotationError, load_vsepp_precomp, str(tmp_path), "test") == (
+        f"{ims}: expected an array with a row per image or per caption, got shape ()")
+    with open(ims, "wb") as f:  # an .npz archive under the .npy name
+        np.savez(f, x=np.zeros(2))
+    assert _message(BadAnnotationError, load_vsepp_precomp, str(tmp_path), "test") == (
+        f"{ims}: expected an array with a row per image or per caption, got a .npz archive")
+    np.save(ims, np.zeros(5, np.float32))  # one value per caption: 5 rows
+    (record,) = load_vsepp_precomp(str(tmp_path), "test")
+    assert (record["feature_file"], record["feature_row"]) == (ims, 0)
+    os.remove(ims)
+    assert _message(FileNotFoundError, load_vsepp_precomp, str(tmp_path), "test") == (
+        f"VSE++ image features file {ims!r} does not exist")

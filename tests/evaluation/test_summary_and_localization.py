@@ -118,6 +118,9 @@ def test_iou_convention():
     assert np.isnan(paired_iou([np.nan] * 4, A))
     np.testing.assert_allclose(pairwise_iou([A, B], [A_HALF, B, [5, 0, 15, 10]]),
                                [[0.5, 0, 50 / 150], [0, 1, 0]])
+    # a single box is one row, an empty list no row
+    np.testing.assert_allclose(pairwise_iou(A, [A_HALF, B]), [[0.5, 0.0]])
+    assert pairwise_iou([], [A, B]).shape == (0, 2) and pairwise_iou([A], []).shape == (1, 0)
 
 
 def test_phrase_columns_map_known_phrases_and_count_the_unknown():

@@ -26,9 +26,7 @@ CAPTIONS_PER_IMAGE = 5
 
 def _feature_rows(path):
     """Number of rows of the ``.npy`` array (memory-mapped: only the header is read)."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"VSE++ image features {path!r} do not exist")
-    array = load_array_file(path, "VSE++ image features", mmap_mode="r")
+    array = load_array_file(path, "VSE++ image features file", mmap_mode="r")  # a missing file: FileNotFoundError naming it
     if not isinstance(array, np.ndarray) or array.ndim == 0:
         what = f"shape {array.shape}" if isinstance(array, np.ndarray) else "a .npz archive"
         raise BadAnnotationError(f"{path}: expected an array with a row per image or per caption, got {what}")

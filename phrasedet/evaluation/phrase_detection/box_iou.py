@@ -35,8 +35,8 @@ def paired_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def pairwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU matrix ``[len(a), len(b)]`` of boxes ``a [N, 4]`` and ``b [M, 4]`` (float64, as
-    :func:`paired_iou`, which casts)."""
+    """IoU matrix ``[N, M]`` of boxes ``a [N, 4]`` and ``b [M, 4]`` (float64, as
+    :func:`paired_iou`, which casts); a single box ``[4]`` is one row, an empty list none."""
     a = np.reshape(a, (-1, 4))
     b = np.reshape(b, (-1, 4))
     return paired_iou(a[:, None, :], b[None, :, :])
