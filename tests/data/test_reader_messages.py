@@ -459,3 +459,51 @@ def test_precomp_features_must_have_rows_and_may_be_one_dimensional(tmp_path):
     os.remove(ims)
     assert _message(FileNotFoundError, load_vsepp_precomp, str(tmp_path), "test") == (
         f"VSE++ image features file {ims!r} does not exist")
+
+
+# ----------------------------------------------------------------------------- Karpathy split files
+@pytest.mark.parametrize("coco, change, message", [
+    (False, lambda ims: ims[2].update(split="dev"), "images[2]: unknown split 'dev' (expected one of train, val, test, restval)"),
+    (False, lambda ims: ims[1].update(sentences={}), "images[1]: key 'sentences' must be a list, got {}"),
+    (False, lambda ims: ims[0].update(filename=7), "images[0]: key 'filename' must be a string, got 7"),
+    (False, lambda ims: ims[1]["sentences"][3].update(raw=None), "images[1].sentences[3]: key 'raw' must be a string, got None"),
+    (False, lambda ims: ims[1]["sentences"][2].update(sentid=2.5),
+     "images[1].sentences[2]: key 'sentid' must be an integer or a string, got 2.5"),
+    (False, lambda ims: ims[0]["sentences"][4].update(raw="\t"), "images[0].sentences[4].raw: empty caption"),
+    (True, lambda ims: ims[1].update(filepath=None), "images[1]: key 'filepath' must be a string, got None"),
+    (True, lambda ims: ims[3].update(cocoid="391895"), "images[3]: key 'cocoid' must be an integer, got '391895'"),
+])
+def test_karpathy_errors_name_the_file_the_image_the_sentence_and_the_key(tmp_path, coco, change, message):
+    from phrasedet.data.datasets import read_karpathy_split
+
+    from . import caption_fixtures as fx
+
+    data = fx.karpathy_coco() if coco else fx.karpathy_flickr()
+    change(data["images"])
+    path = fx.write_json(str(tmp_path / "split.json"), data)
+    assert _message(BadAnnotationError, read_karpathy_split, path, coco) == f"{path}: {message}"
+
+
+def test_karpathy_file_and_split_errors_in_full(tmp_path):
+    from phrasedet.data.datasets import read_karpathy_split, select_karpathy_split
+
+    missing = str(tmp_path / "none.json")
+    assert _message(FileNotFoundError, read_karpathy_split, missing) == f"Karpathy split file {missing!r} does not exist"
+    with pytest.raises(KeyError) as e:
+        select_karpathy_split([], "restval", "split.json")
+    assert e.value.args[0] == "Karpathy split 'restval' unknown; choose from ['train', 'val', 'test']"
+
+
+def test_karpathy_sentence_ids_become_strings_and_images_keep_their_index(tmp_path):
+    from phrasedet.data.datasets import read_karpathy_split
+
+    from . import caption_fixtures as fx
+
+    data = fx.karpathy_coco()
+    data["images"][1]["sentences"][0]["sentid"] = "s-1"
+    images = read_karpathy_split(fx.write_json(str(tmp_path / "split.json"), data), coco=True)
+    assert [im.index for im in images] == [0, 1, 2, 3]
+    assert images[1].caption_ids[0] == "s-1" and images[1].cocoid == data["images"][1]["cocoid"]
+    assert images[1].filepath == data["images"][1]["filepath"]
+    plain = read_karpathy_split(fx.write_json(str(tmp_path / "plain.json"), data))  # not read as COCO
+    assert (plain[1].filepath, plain[1].cocoid) == ("", None)
