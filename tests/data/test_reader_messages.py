@@ -507,3 +507,26 @@ def test_karpathy_sentence_ids_become_strings_and_images_keep_their_index(tmp_pa
     assert images[1].filepath == data["images"][1]["filepath"]
     plain = read_karpathy_split(fx.write_json(str(tmp_path / "plain.json"), data))  # not read as COCO
     assert (plain[1].filepath, plain[1].cocoid) == ("", None)
+
+
+def test_coco_karpathy_log_sums_the_captions_left_out_over_images(tmp_path, caplog):
+    from phrasedet.data.datasets import load_coco_karpathy
+
+    from . import caption_fixtures as fx
+
+    data = fx.karpathy_coco()
+    train = next(im for im in data["images"] if im["split"] == "train")
+    train["sentences"] += [{"raw": f"extra {n}", "sentid": 900 + n} for n in range(2)]  # 7 captions
+    path = fx.write_json(str(tmp_path / "dataset_coco.json"), data)
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets"):
+        records = load_coco_karpathy(path, "/coco", "train")
+    assert [len(r["captions"]) for r in records] == [5, 5]
+    assert caplog.messages[-2:] == [  # restval 522418 has 6 captions: 1 + 2 left out
+        f"{path}: split train takes 2 of 4 images (1 train, 1 val, 1 test, 1 restval) with restval.",
+        f"Loaded 2 COCO images (Karpathy split train, captions from {path}): 10 captions; 3 captions beyond "
+        "max_captions=5 left out (from 2 images)."]
+
+
+def test_missing_unrelated_captions_file_is_named(tmp_path):
+    missing = str(tmp_path / "UNRELATED_CAPTIONS")
+    assert _message(FileNotFoundError, read_unrelated_captions, missing) == f"UNRELATED_CAPTIONS file {missing!r} does not exist"
