@@ -530,3 +530,17 @@ def test_coco_karpathy_log_sums_the_captions_left_out_over_images(tmp_path, capl
 def test_missing_unrelated_captions_file_is_named(tmp_path):
     missing = str(tmp_path / "UNRELATED_CAPTIONS")
     assert _message(FileNotFoundError, read_unrelated_captions, missing) == f"UNRELATED_CAPTIONS file {missing!r} does not exist"
+
+
+def test_restval_joins_train_only_when_asked(tmp_path):
+    from phrasedet.data.datasets import load_flickr30k_karpathy, read_karpathy_split, select_karpathy_split
+
+    from . import caption_fixtures as fx
+
+    data = fx.karpathy_flickr()
+    data["images"][1]["split"] = "restval"  # 1001773457, a val image in the fixture
+    path = fx.write_json(str(tmp_path / "dataset_flickr30k.json"), data)
+    images = read_karpathy_split(path)
+    assert [im.split for im in select_karpathy_split(images, "train", path)] == ["train"]  # the default: no restval
+    assert [im.split for im in select_karpathy_split(images, "train", path, True)] == ["train", "restval"]
+    assert [r["image_id"] for r in load_flickr30k_karpathy(path, "/f30k", "train")] == ["1000092795"]
