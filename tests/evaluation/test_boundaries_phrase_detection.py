@@ -251,6 +251,28 @@ def test_ties_among_many_detections_keep_k_order(mode):
     assert ap_of(evaluate_phrase_detection(gt, d, mode), "cat") == pytest.approx(1 / 7)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_an_equal_score_in_the_last_column_of_the_previous_image_ranks_first(mode):
+    # K = 2. im0 has no dog: k0 (.3, FAR), k1 (.5, FAR); im1 has a dog on A: k0 (.5, A) TP, k1 (.1, FAR).
+    # The tie at .5 goes to the earlier image: (.5 im0 k1) FP r1, (.5 im1 k0) TP r2 -> AP 1/2. (The
+    # tie sits in column 1 of the dense score row, right before the TP's own columns 2-3: a count of
+    # the TP's own-image ties that reached one column too far left would rank the TP first.)
+    gt, d = build(["im0", "im1"], [("im1", "dog", A)],
+                  {("im0", "dog"): [(0.3, FAR), (0.5, FAR)], ("im1", "dog"): [(0.5, A), (0.1, FAR)]}, k=2)
+    tps = core.match_detections(gt, d, mode)
+    assert core.rank_true_positives(gt, d, tps, mode).tolist() == [2]
+    assert ap_of(evaluate_phrase_detection(gt, d, mode), "dog") == pytest.approx(0.5)
+
+
+def test_rank_true_positives_defaults_to_reference_mode():
+    # two instances of "man" in im0 (A, B), detection (.9, B): reference mode appends it once per
+    # instance, (.9 copy0 vs A) FP r1, (.9 copy1 vs B) TP r2; standard mode has one entry: TP r1
+    gt, d = build(["im0"], [("im0", "man", A), ("im0", "man", B)], {("im0", "man"): [(0.9, B)]})
+    tps = core.match_detections(gt, d, "reference")
+    assert core.rank_true_positives(gt, d, tps).tolist() == [2]
+    assert core.rank_true_positives(gt, d, core.match_detections(gt, d, "standard"), "standard").tolist() == [1]
+
+
 # ----------------------------------------------------------------------------- float32 scores
 def _two_images(scores_im0, scores_im1, via="add_image"):
     """"dog" on A in im0 only; im0's detection (s0, A) is the TP, im1's (s1, A) a false positive.

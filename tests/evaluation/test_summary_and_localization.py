@@ -144,6 +144,7 @@ def test_add_records_takes_detection_k_up_to_k_minus_1_and_names_more():
     assert str(e.value) == "got 3 detections per phrase, but this evaluation was set up for K=2 (every image must " \
                            "have the same K)"
     dets.add_records([], [], [], [], np.zeros((0, 4)))  # nothing: no K to check
+    dets.add_records([], [], [], [], [])  # plain empty lists too (the boxes' reshape to [0, 4] allows it)
     assert dets.scores[0, 0, 1] == 0.5
 
 

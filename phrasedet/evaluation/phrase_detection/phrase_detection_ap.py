@@ -169,8 +169,8 @@ def rank_true_positives(gt: PhraseGroundTruth, dets: PhraseDetections, tps: True
     own_scores = pair_scores[tps.pair]  # [T, K]
     higher_own = np.count_nonzero(own_scores > score[:, None], axis=1)
     equal_own = own_scores == score[:, None]
-    copy = tps.copy if mode == "reference" else np.zeros_like(tps.copy)
-    ranks += extra[tps.pair] * higher_own + copy * np.count_nonzero(equal_own, axis=1)
+    # tps.copy is 0 for every standard-mode true positive (match_detections)
+    ranks += extra[tps.pair] * higher_own + tps.copy * np.count_nonzero(equal_own, axis=1)
     ranks += np.count_nonzero(equal_own & (np.arange(K)[None, :] < tps.k[:, None]), axis=1)
 
     multi = np.flatnonzero(extra > 0)  # pairs with several instances (reference mode)
