@@ -544,3 +544,39 @@ def test_restval_joins_train_only_when_asked(tmp_path):
     assert [im.split for im in select_karpathy_split(images, "train", path)] == ["train"]  # the default: no restval
     assert [im.split for im in select_karpathy_split(images, "train", path, True)] == ["train", "restval"]
     assert [r["image_id"] for r in load_flickr30k_karpathy(path, "/f30k", "train")] == ["1000092795"]
+
+
+# ----------------------------------------------------------------------------- Visual Genome
+@pytest.mark.parametrize("data, message", [
+    ({"annotations": []}, "missing key 'images'"),
+    ({"images": [{"id": 1}, {"id": "7"}]}, "images[1] (id '7'): key 'id' must be an integer, got '7'"),
+    ({"images": [{"id": 1}, {"file_name": "x.jpg"}]}, "images[1]: missing key 'id'"),
+])
+def test_coco_image_id_errors_name_the_file_the_record_and_the_key(tmp_path, data, message):
+    from phrasedet.data.datasets import read_coco_image_ids
+
+    path = _coco_file(tmp_path, data)
+    assert _message(BadAnnotationError, read_coco_image_ids, path) == f"{path}: {message}"
+    missing = str(tmp_path / "none.json")
+    assert _message(FileNotFoundError, read_coco_image_ids, missing) == f"COCO annotation file {missing!r} does not exist"
+    assert read_coco_image_ids(_coco_file(tmp_path, {"images": [{"id": 3}, {"id": 1}, {"id": 3}]}, "ok.json")) == {1, 3}
+
+
+def test_visual_genome_logs_the_images_absent_from_the_karpathy_file(tmp_path, caplog):
+    import json
+
+    from phrasedet.data.datasets import load_visual_genome_pointing
+
+    from .test_visual_genome import write_vg_root
+
+    paths = write_vg_root(str(tmp_path))
+    with open(paths[4]) as f:
+        karpathy = json.load(f)
+    karpathy["images"] = [im for im in karpathy["images"] if im["cocoid"] not in (100, 500)]  # images 1 and 5
+    with open(paths[4], "w") as f:
+        json.dump(karpathy, f)
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.visual_genome"):
+        records = load_visual_genome_pointing(*paths)
+    assert [r["image_id"] for r in records] == ["5", "1"]  # kept; image 4 (restval) left out
+    assert (f"1 whose cocoid is in Karpathy split(s) train, restval of {paths[4]} (2 images absent from that file "
+            "kept)") in caplog.messages[-1]
