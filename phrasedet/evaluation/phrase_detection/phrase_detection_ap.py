@@ -174,24 +174,23 @@ def rank_true_positives(gt: PhraseGroundTruth, dets: PhraseDetections, tps: True
     ranks += np.count_nonzero(equal_own & (np.arange(K)[None, :] < tps.k[:, None]), axis=1)
 
     multi = np.flatnonzero(extra > 0)  # pairs with several instances (reference mode)
-    if len(multi) and len(tps.pair):
-        multi = multi[np.argsort(gt.pair_phrase[multi], kind="stable")]
-        multi_phrase = gt.pair_phrase[multi]
-        lo = np.searchsorted(multi_phrase, phrase, side="left")
-        hi = np.searchsorted(multi_phrase, phrase, side="right")
-        counts = hi - lo
-        step = max(1, _COMPARE_ELEMENTS // max(1, K))
-        tp_of = np.repeat(np.arange(len(phrase)), counts)
-        offsets = np.arange(len(tp_of)) - np.repeat(np.cumsum(counts) - counts, counts)
-        other = multi[np.repeat(lo, counts) + offsets]  # [C] pairs of the same phrase
-        for a in range(0, len(tp_of), step):
-            t, q = tp_of[a:a + step], other[a:a + step]
-            keep = q != tps.pair[t]
-            t, q = t[keep], q[keep]
-            s = score[t, None]
-            before = (pair_scores[q] > s) | ((pair_scores[q] == s) & (gt.pair_image[q] < image[t])[:, None])
-            weights = extra[q] * np.count_nonzero(before, axis=1)
-            ranks += np.bincount(t, weights=weights, minlength=len(ranks)).astype(np.int64)
+    multi = multi[np.argsort(gt.pair_phrase[multi], kind="stable")]
+    multi_phrase = gt.pair_phrase[multi]
+    lo = np.searchsorted(multi_phrase, phrase, side="left")
+    hi = np.searchsorted(multi_phrase, phrase, side="right")
+    counts = hi - lo
+    step = max(1, _COMPARE_ELEMENTS // max(1, K))
+    tp_of = np.repeat(np.arange(len(phrase)), counts)
+    offsets = np.arange(len(tp_of)) - np.repeat(np.cumsum(counts) - counts, counts)
+    other = multi[np.repeat(lo, counts) + offsets]  # [C] pairs of the same phrase
+    for a in range(0, len(tp_of), step):
+        t, q = tp_of[a:a + step], other[a:a + step]
+        keep = q != tps.pair[t]
+        t, q = t[keep], q[keep]
+        s = score[t, None]
+        before = (pair_scores[q] > s) | ((pair_scores[q] == s) & (gt.pair_image[q] < image[t])[:, None])
+        weights = extra[q] * np.count_nonzero(before, axis=1)
+        ranks += np.bincount(t, weights=weights, minlength=len(ranks)).astype(np.int64)
     return ranks + 1
 
 
