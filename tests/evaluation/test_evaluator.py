@@ -103,3 +103,82 @@ def test_exported_images_import_into_another_store_with_more_detections_per_phra
     assert (empty[0].tolist(), empty[2].tolist(), empty[3].shape) == ([1], [], (0, 2, 4))
     with pytest.raises(ValueError, match="got 3 detections per phrase, but this evaluation was set up for K=2"):
         sender.import_images(*receiver.export_images([0]))
+
+
+@pytest.mark.parametrize("args, message", [
+    ((["im0", "im1", "im0"], ["cat"], [], [], []), "image_id 'im0' occurs more than once in the dataset"),
+    (([1, "1"], ["cat"], [], [], []), "image_id '1' occurs more than once in the dataset"),  # ids are strings
+    ((["im0"], ["cat", "dog", "dog", "cat"], [], [], []), "phrase 'dog' occurs more than once in the phrase vocabulary"),
+    ((["im0"], ["cat"], [0, 0], [0], [[0, 0, 1, 1]] * 2),
+     "gt_image, gt_phrase and gt_box must have the same length, got 2, 1 and 2"),
+    ((["im0"], ["cat"], [0], [0], [[0, 0, 1, 1]] * 2), "gt_image, gt_phrase and gt_box must have the same length, got 1, 1 and 2"),
+    ((["im0", "im1"], ["cat"], [0, 2], [0, 0], [[0, 0, 1, 1]] * 2),
+     "ground-truth instance 1: image index 2 is out of range for 2 images"),
+    ((["im0", "im1"], ["cat"], [0, -1], [0, 0], [[0, 0, 1, 1]] * 2),
+     "ground-truth instance 1: image index -1 is out of range for 2 images"),
+    ((["im0"], ["cat", "dog"], [0, 0, 0], [1, 2, -1], [[0, 0, 1, 1]] * 3),
+     "ground-truth instance 1: phrase index 2 is out of range for 2 phrases"),
+    ((["im0"], ["cat", "dog"], [0, 0], [0, -1], [[0, 0, 1, 1]] * 2),
+     "ground-truth instance 1: phrase index -1 is out of range for 2 phrases"),
+])
+def test_ground_truth_arguments_are_checked_with_messages_naming_the_culprit(args, message):
+    with pytest.raises(ValueError) as e:
+        PhraseGroundTruth(*args)
+    assert str(e.value) == message
+
+
+def test_ground_truth_of_one_instance_given_as_scalars_and_the_last_valid_indices():
+    gt = PhraseGroundTruth(["im0", "im1"], ["cat", "dog"], 1, 1, [0, 0, 2, 2])  # image N-1, phrase V-1
+    assert (gt.gt_image.tolist(), gt.gt_phrase.tolist(), gt.gt_box.tolist()) == ([1], [1], [[0.0, 0.0, 2.0, 2.0]])
+    assert gt.num_gt.tolist() == [0, 1] and gt.pairs_of_image(1) == slice(0, 1) and gt.pairs_of_image(0) == slice(0, 0)
+
+
+def test_ground_truth_from_plain_empty_lists_evaluates_to_no_ap():
+    from phrasedet.evaluation import PhraseDetections, evaluate_phrase_detection
+
+    gt = PhraseGroundTruth(["im0"], ["cat"], [], [], [])  # numpy makes [] float64: the int64 casts allow this
+    dets = PhraseDetections(gt, 1)
+    dets.add_image(0, [[0.5]], [[[0, 0, 1, 1]]])
+    result = evaluate_phrase_detection(gt, dets, "reference")
+    assert np.isnan(result.ap).all() and result.num_gt.tolist() == [0] and gt.num_pairs == 0
+
+
+def test_detections_constructor_and_add_image_name_what_is_wrong():
+    from phrasedet.evaluation import PhraseColumns, PhraseDetections
+
+    gt = PhraseGroundTruth(["im0"], ["cat", "dog"], [0], [0], [[0, 0, 10, 10]])
+    with pytest.raises(ValueError) as e:
+        PhraseDetections(gt, 0)
+    assert str(e.value) == "need at least one detection per phrase, got K=0"
+    dets = PhraseDetections(gt, 2)
+    with pytest.raises(ValueError) as e:
+        dets.add_image(0, np.zeros((3, 1)), np.zeros((3, 1, 4)))
+    assert str(e.value) == "image 'im0': 3 score rows, expected one per vocabulary phrase (2)"
+    with pytest.raises(ValueError) as e:
+        dets.add_image(0, np.zeros((3, 1)), np.zeros((3, 1, 4)), PhraseColumns(["cat", "x"], gt.phrase_index))
+    assert str(e.value) == "image 'im0': 3 score rows for 2 phrases"
+
+
+def test_add_image_takes_one_score_per_phrase_and_leaves_unscored_pairs_without_box():
+    from phrasedet.evaluation import PhraseColumns, PhraseDetections
+
+    # pairs: (im0, cat), (im0, dog); the model scored "dog" and an unknown phrase, not "cat"
+    gt = PhraseGroundTruth(["im0", "im1"], ["cat", "dog"], [0, 0], [0, 1], [[0, 0, 10, 10], [0, 0, 5, 5]])
+    dets = PhraseDetections(gt, 2)
+    dets.add_image(0, [0.7, 0.2], [[1, 1, 4, 4], [9, 9, 9, 9]], PhraseColumns(["dog", "x"], gt.phrase_index))
+    assert np.isnan(dets.scores[0, 0]).all() and dets.scores[0, 1, 0] == np.float32(0.7) and np.isnan(dets.scores[0, 1, 1])
+    assert np.isnan(dets.pair_boxes[0]).all()  # "cat" was not scored: no box (not the last output row's)
+    assert dets.pair_boxes[1, 0].tolist() == [1, 1, 4, 4] and np.isnan(dets.pair_boxes[1, 1]).all()
+    assert dets.finalize() == 1 and dets.filled.tolist() == [True, True] and np.isnan(dets.scores[1]).all()
+    assert dets.finalize() == 0
+
+
+def test_detection_boxes_are_stored_as_float32():
+    from phrasedet.evaluation import PhraseDetections, evaluate_phrase_detection
+
+    # 4.99999999 is 5.0 in float32: the detection's IoU with [0, 0, 10, 10] is then exactly 0.5, a hit
+    gt = PhraseGroundTruth(["im0"], ["cat"], [0], [0], [[0, 0, 10, 10]])
+    dets = PhraseDetections(gt, 1)
+    dets.add_image(0, [[0.9]], np.array([[[0.0, 0.0, 10.0, 4.99999999]]]))
+    assert dets.pair_boxes.dtype == np.float32 and dets.pair_boxes[0, 0, 3] == 5.0
+    assert evaluate_phrase_detection(gt, dets, "reference").ap.tolist() == [1.0]

@@ -118,6 +118,16 @@ def test_iou_convention():
     assert np.isnan(paired_iou([np.nan] * 4, A))
     np.testing.assert_allclose(pairwise_iou([A, B], [A_HALF, B, [5, 0, 15, 10]]),
                                [[0.5, 0, 50 / 150], [0, 1, 0]])
+    # boxes below one unit: areas are not rounded up (a 0.5 x 10 box has area 5, not 10)
+    assert paired_iou([0, 0, 0.5, 10], A) == 0.05 and paired_iou(A, [0, 0, 10, 0.5]) == 0.05
+    assert paired_iou([0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5]) == 1.0 and paired_iou([0, 0, 0.5, 0.5], [0, 0, 0.5, 0.25]) == 0.5
+    # a float32 detection box is computed in float64: 4097 x 4097 is not exact in float32
+    big = np.array([0, 0, 4097, 4097], np.float32)
+    assert paired_iou(big, [0, 0, 4097, 4097]) == 1.0 and paired_iou([0, 0, 4097, 4097], big) == 1.0
+    # two infinite boxes: inf - inf is NaN, without a numpy warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(paired_iou([0, 0, np.inf, np.inf], [0, 0, np.inf, np.inf]))
     # a single box is one row, an empty list no row
     np.testing.assert_allclose(pairwise_iou(A, [A_HALF, B]), [[0.5, 0.0]])
     assert pairwise_iou([], [A, B]).shape == (0, 2) and pairwise_iou([A], []).shape == (1, 0)

@@ -24,13 +24,15 @@ def paired_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
-    ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
-    inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    area_a = np.clip(a[..., 2] - a[..., 0], 0, None) * np.clip(a[..., 3] - a[..., 1], 0, None)
-    area_b = np.clip(b[..., 2] - b[..., 0], 0, None) * np.clip(b[..., 3] - b[..., 1], 0, None)
-    union = area_a + area_b - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # infinite coordinates make inf - inf (NaN, returned as such) without a warning; no division
+    # by zero happens (a non-positive union is divided as 1)
+    with np.errstate(invalid="ignore"):
+        iw = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
+        ih = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
+        inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
+        area_a = np.clip(a[..., 2] - a[..., 0], 0, None) * np.clip(a[..., 3] - a[..., 1], 0, None)
+        area_b = np.clip(b[..., 2] - b[..., 0], 0, None) * np.clip(b[..., 3] - b[..., 1], 0, None)
+        union = area_a + area_b - inter
         return np.where(union > 0, inter / np.where(union > 0, union, 1.0), np.where(np.isnan(union), np.nan, 0.0))
 
 

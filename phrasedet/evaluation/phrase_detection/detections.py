@@ -129,7 +129,7 @@ class PhraseDetections:
             scores = scores[:, None]
         P, k = scores.shape
         self._check_k(k)
-        boxes = np.asarray(boxes, dtype=np.float32).reshape(P, k, 4)
+        boxes = np.asarray(boxes).reshape(P, k, 4)  # stored as float32 below
         V = self.gt.num_phrases
         if columns is not None and columns.num_rows != P:
             raise ValueError(f"image {self.gt.image_ids[i]!r}: {P} score rows for {columns.num_rows} phrases")
@@ -138,21 +138,19 @@ class PhraseDetections:
                 raise ValueError(f"image {self.gt.image_ids[i]!r}: {P} score rows, "
                                  f"expected one per vocabulary phrase ({V})")
             self.scores[i, :, :k] = scores
-            if k < self.k:
-                self.scores[i, :, k:] = np.nan
+            self.scores[i, :, k:] = np.nan  # columns k..K-1 (none when k == K)
         else:
             row = self.scores[i]
             row.fill(np.nan)
             row[columns.targets, :k] = scores[columns.rows]
         self.filled[i] = True
 
-        pairs = self.gt.pairs_of_image(i)
-        if pairs.stop > pairs.start:
-            self.pair_boxes[pairs] = np.nan
-            phrase = self.gt.pair_phrase[pairs]
-            pos = phrase if (columns is None or columns.identity) else columns.position[phrase]
-            have = pos >= 0
-            self.pair_boxes[np.arange(pairs.start, pairs.stop)[have], :k] = boxes[pos[have]]
+        pairs = self.gt.pairs_of_image(i)  # possibly empty: then nothing below changes
+        self.pair_boxes[pairs] = np.nan
+        phrase = self.gt.pair_phrase[pairs]
+        pos = phrase if (columns is None or columns.identity) else columns.position[phrase]
+        have = pos >= 0
+        self.pair_boxes[np.arange(pairs.start, pairs.stop)[have], :k] = boxes[pos[have]]
 
     def add_records(self, image_index, phrase_index, k, score, box) -> None:
         """Store single detections (vectorized): detection ``k[r]`` of phrase ``phrase_index[r]``
@@ -189,8 +187,7 @@ class PhraseDetections:
         k = scores.shape[-1]
         self._check_k(k)
         self.scores[image_indices, :, :k] = scores
-        if k < self.k:
-            self.scores[image_indices, :, k:] = np.nan
+        self.scores[image_indices, :, k:] = np.nan
         self.pair_boxes[pair_indices] = np.nan
         self.pair_boxes[pair_indices, :k] = pair_boxes
         self.filled[image_indices] = True

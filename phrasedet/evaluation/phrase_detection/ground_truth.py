@@ -26,6 +26,23 @@ def test_vocabulary(dataset_dicts: Iterable[dict]) -> List[str]:
 test_vocabulary.__test__ = False  # not a test, although pytest would collect the name where imported
 
 
+def _check_unique(items: list, index: dict, what: str, where: str) -> None:
+    """``index`` maps each of ``items`` to its position: fewer keys than items means a duplicate,
+    a ValueError naming the first one."""
+    if len(index) != len(items):
+        seen = set()
+        dup = next(x for x in items if x in seen or seen.add(x))
+        raise ValueError(f"{what} {dup!r} occurs more than once in {where}")
+
+
+def _check_range(index: np.ndarray, size: int, what: str) -> None:
+    """Every ground-truth ``what`` index lies in ``[0, size)``: ValueError naming the first instance otherwise."""
+    bad = np.flatnonzero((index < 0) | (index >= size))
+    if len(bad):
+        g = int(bad[0])
+        raise ValueError(f"ground-truth instance {g}: {what} index {int(index[g])} is out of range for {size} {what}s")
+
+
 class PhraseGroundTruth:
     """Ground-truth instances of a test split, grouped into (image, phrase) pairs.
 
@@ -58,19 +75,18 @@ class PhraseGroundTruth:
         self.phrases = list(phrases)
         self.image_index = {image_id: i for i, image_id in enumerate(self.image_ids)}
         self.phrase_index = {p: j for j, p in enumerate(self.phrases)}
-        if len(self.image_index) != len(self.image_ids):
-            dup = next(i for i in self.image_ids if self.image_ids.count(i) > 1)
-            raise ValueError(f"image_id {dup!r} occurs more than once in the dataset")
-        if len(self.phrase_index) != len(self.phrases):
-            raise ValueError("the phrase vocabulary has duplicate phrases")
+        _check_unique(self.image_ids, self.image_index, "image_id", "the dataset")
+        _check_unique(self.phrases, self.phrase_index, "phrase", "the phrase vocabulary")
         N, V = len(self.image_ids), len(self.phrases)
+        # a single instance may be given as two indices and one box
         gt_image = np.asarray(gt_image, dtype=np.int64).reshape(-1)
         gt_phrase = np.asarray(gt_phrase, dtype=np.int64).reshape(-1)
         gt_box = np.asarray(gt_box, dtype=np.float64).reshape(-1, 4)
         if not (len(gt_image) == len(gt_phrase) == len(gt_box)):
-            raise ValueError("gt_image, gt_phrase and gt_box must have the same length")
-        if len(gt_image) and (gt_image.min() < 0 or gt_image.max() >= N or gt_phrase.min() < 0 or gt_phrase.max() >= V):
-            raise ValueError("ground-truth image or phrase index out of range")
+            raise ValueError(f"gt_image, gt_phrase and gt_box must have the same length, got {len(gt_image)}, "
+                             f"{len(gt_phrase)} and {len(gt_box)}")
+        _check_range(gt_image, N, "image")
+        _check_range(gt_phrase, V, "phrase")
 
         order = np.lexsort((gt_phrase, gt_image))  # stable: annotation order inside a pair
         self.gt_image, self.gt_phrase, self.gt_box = gt_image[order], gt_phrase[order], gt_box[order]
@@ -83,8 +99,8 @@ class PhraseGroundTruth:
         self.pair_phrase = self.gt_phrase[self.pair_first_gt]
         self.pair_num_gt = np.diff(np.append(self.pair_first_gt, len(key))).astype(np.int64)
         self.gt_pair = np.cumsum(new_pair) - 1
-        self.gt_copy = np.arange(len(key), dtype=np.int64) - self.pair_first_gt[self.gt_pair]
-        self.num_gt = np.bincount(self.gt_phrase, minlength=V).astype(np.int64)
+        self.gt_copy = np.arange(len(key)) - self.pair_first_gt[self.gt_pair]  # int64 (numpy 2 ints)
+        self.num_gt = np.bincount(self.gt_phrase, minlength=V)  # int64
         # pairs of image i are pair_start[i]:pair_start[i + 1]
         self.image_pair_start = np.searchsorted(self.pair_image, np.arange(N + 1))
 
