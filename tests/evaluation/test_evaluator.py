@@ -130,6 +130,7 @@ def test_ground_truth_arguments_are_checked_with_messages_naming_the_culprit(arg
 def test_ground_truth_of_one_instance_given_as_scalars_and_the_last_valid_indices():
     gt = PhraseGroundTruth(["im0", "im1"], ["cat", "dog"], 1, 1, [0, 0, 2, 2])  # image N-1, phrase V-1
     assert (gt.gt_image.tolist(), gt.gt_phrase.tolist(), gt.gt_box.tolist()) == ([1], [1], [[0.0, 0.0, 2.0, 2.0]])
+    assert (gt.gt_image.dtype, gt.gt_phrase.dtype, gt.gt_box.dtype) == (np.int64, np.int64, np.float64)  # int boxes too
     assert gt.num_gt.tolist() == [0, 1] and gt.pairs_of_image(1) == slice(0, 1) and gt.pairs_of_image(0) == slice(0, 0)
 
 

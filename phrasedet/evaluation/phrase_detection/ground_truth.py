@@ -54,13 +54,13 @@ class PhraseGroundTruth:
     phrases : sequence of str, length V
         The phrase vocabulary (distinct).
     gt_image, gt_phrase : int arrays [G]
-        Image and phrase index of each instance.
+        Image and phrase index of each instance (one instance may be given as two ints).
     gt_box : float array [G, 4]
-        Instance box, continuous ``[x1, y1, x2, y2]``.
+        Instance box, continuous ``[x1, y1, x2, y2]`` (one instance: a box [4]).
 
     Attributes
     ----------
-    gt_image, gt_phrase, gt_box, gt_copy, gt_pair : arrays [G]
+    gt_image, gt_phrase, gt_copy, gt_pair : int64 arrays [G]; gt_box : float64 array [G, 4]
         Instances sorted by (image, phrase), stable (annotation order inside a pair); ``gt_copy``
         is the index of the instance inside its pair, ``gt_pair`` the pair's index.
     pair_image, pair_phrase, pair_num_gt, pair_first_gt : int64 arrays [M]
