@@ -580,3 +580,58 @@ def test_visual_genome_logs_the_images_absent_from_the_karpathy_file(tmp_path, c
     assert [r["image_id"] for r in records] == ["5", "1"]  # kept; image 4 (restval) left out
     assert (f"1 whose cocoid is in Karpathy split(s) train, restval of {paths[4]} (2 images absent from that file "
             "kept)") in caplog.messages[-1]
+
+
+def _py2_pickle(refs):
+    """``refs`` pickled as Python 2 writes it (protocol 2, str as byte strings): what REFER's
+    ``refs(<split_by>).p`` holds. Strings are given as bytes (Latin-1 in the release)."""
+    import struct
+
+    def dump(x):
+        if isinstance(x, bytes):
+            return b"U" + bytes([len(x)]) + x  # SHORT_BINSTRING: a Python 2 str
+        if isinstance(x, int):
+            return b"J" + struct.pack("<i", x)
+        if isinstance(x, list):
+            return b"](" + b"".join(dump(v) for v in x) + b"e"
+        return b"}(" + b"".join(dump(k) + dump(v) for k, v in x.items()) + b"u"
+
+    return b"\x80\x02" + dump(refs) + b"."
+
+
+def test_referit_refs_written_by_python2_are_read_as_latin1(tmp_path):
+    refclef, image_root = _referit_root(tmp_path, [_ref()])
+    refs = [{b"ref_id": 9, b"ann_id": 1, b"image_id": 25123, b"split": b"train",
+             b"sentences": [{b"raw": b"caf\xe9 man", b"sent_id": 5}]}]
+    with open(os.path.join(refclef, "refs(berkeley).p"), "wb") as f:
+        f.write(_py2_pickle(refs))
+    from phrasedet.data.datasets import load_referit
+
+    (record,) = load_referit(refclef, image_root)  # split "train" by default
+    assert [(a["phrase_raw"], a["sent_id"]) for a in record["annotations"]] == [("café man", 5)]
+
+
+def test_referit_missing_files_are_named(tmp_path):
+    from phrasedet.data.datasets import load_referit
+
+    refclef, image_root = _referit_root(tmp_path, [_ref()])
+    instances = os.path.join(refclef, "instances.json")
+    os.remove(instances)
+    assert _message(FileNotFoundError, load_referit, refclef, image_root) == (
+        f"ReferIt instances file {instances!r} does not exist")
+    refs = os.path.join(refclef, "refs(unc).p")
+    assert _message(FileNotFoundError, load_referit, refclef, image_root, split_by="unc") == (
+        f"ReferIt refs file {refs!r} does not exist")
+
+
+def test_flickr_chain_0_is_notvisual_whatever_its_type_and_clipped_boxes_add_up_over_images(tmp_path, caplog):
+    caps = ["[/EN#0/people Someone] holds [/EN#4/scene many bushes] ."]
+    xml = XML.replace("<xmax>333</xmax>", "<xmax>340</xmax>")  # chain 4's second box, clipped
+    root, image_root = write_flickr_root(str(tmp_path), captions=caps, xml=xml, write_image=False)
+    write_flickr_root(str(tmp_path), captions=caps, xml=xml, image_id="36979", write_image=False)
+    split = tmp_path / "split.txt"
+    split.write_text("1000092795\n36979\n")
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.flickr30k_entities"):
+        records = load_flickr30k_entities(root, image_root, str(split), box_policy="clip", check_images=False)
+    assert [(u["chain_id"], u["reason"]) for u in records[0]["unboxed_phrases"]] == [("0", "notvisual")]
+    assert caplog.messages[-1].endswith("0 phrases of unrelated captions skipped; 2 boxes clipped to the image.")
