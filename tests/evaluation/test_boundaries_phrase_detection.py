@@ -479,3 +479,19 @@ def test_ppa_duplicate_means_the_same_image_phrase_and_box_exactly():
     # the same phrase and box in another image: added there (the image is part of the key)
     rows, dup = _augment([("im0", "man", A), ("im1", "young man", A)], images=("im0", "im1"))
     assert dup == 0 and rows == [("im0", "man", tuple(A)), ("im1", "man", tuple(A)), ("im1", "young man", tuple(A))]
+
+
+def test_evaluate_phrase_detection_checks_its_arguments_and_records_them_in_the_result():
+    gt, d = build(["im0"], [("im0", "cat", A)], {("im0", "cat"): [(0.9, A)]}, phrases=["cat", "dog"])
+    with pytest.raises(ValueError) as e:
+        evaluate_phrase_detection(gt, d, "Standard")
+    assert str(e.value) == "mode must be one of ('reference', 'standard'), got 'Standard'"
+    other, _ = build(["im0"], [("im0", "cat", A)], {})
+    with pytest.raises(ValueError) as e:
+        evaluate_phrase_detection(other, d, "standard")
+    assert str(e.value) == "the detections were stored for another ground truth"
+    r = evaluate_phrase_detection(gt, d, "standard", iou_thresh=1)
+    assert (r.mode, r.iou_thresh, type(r.iou_thresh)) == ("standard", 1.0, float)
+    # "dog", the last phrase, has neither instance nor true positive: the counts still have V entries
+    assert (r.num_tp.tolist(), r.num_localized.tolist(), r.num_gt.tolist()) == ([1, 0], [1, 0], [1, 0])
+    assert r.num_tp.dtype == r.num_localized.dtype == np.int64

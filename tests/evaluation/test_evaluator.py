@@ -99,6 +99,8 @@ def test_exported_images_import_into_another_store_with_more_detections_per_phra
     assert np.isnan(receiver.scores[[0, 2], :, 2]).all()
     np.testing.assert_array_equal(receiver.pair_boxes[:, :2], sender.pair_boxes)
     assert np.isnan(receiver.pair_boxes[:, 2]).all()
+    nothing = sender.export_images([])  # a plain empty list (float64 to numpy) is no image
+    assert (nothing[0].tolist(), nothing[1].shape, nothing[2].tolist()) == ([], (0, 2, 2), [])
     empty = sender.export_images([1])
     assert (empty[0].tolist(), empty[2].tolist(), empty[3].shape) == ([1], [], (0, 2, 4))
     with pytest.raises(ValueError, match="got 3 detections per phrase, but this evaluation was set up for K=2"):

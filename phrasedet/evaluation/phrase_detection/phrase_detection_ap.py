@@ -97,7 +97,7 @@ def match_detections(gt: PhraseGroundTruth, dets: PhraseDetections, mode: str = 
         best = np.maximum.reduceat(iou, starts)  # [M]
         first_best = np.minimum.reduceat(np.where(iou == best[q], g_index, G), starts)
         is_tp = valid[np.arange(gt.num_pairs), k_j] & (best >= iou_thresh)
-        is_tp &= ~matched[np.minimum(first_best, G - 1)]
+        is_tp &= ~matched[first_best]  # < G: every pair's best IoU is one of its instances' (NaN became -1)
         matched[first_best[is_tp]] = True
         tp_pair.append(np.flatnonzero(is_tp))
         tp_k.append(k_j[is_tp])
@@ -309,12 +309,11 @@ def evaluate_phrase_detection(gt: PhraseGroundTruth, dets: PhraseDetections, mod
     phrase = gt.pair_phrase[tps.pair]
     order = np.lexsort((ranks, phrase))
     phrase, ranks = phrase[order], ranks[order]
-    num_tp = np.bincount(phrase, minlength=V).astype(np.int64)
+    num_tp = np.bincount(phrase, minlength=V)  # int64
     first = np.cumsum(num_tp) - num_tp
     j = np.arange(1, len(phrase) + 1) - first[phrase]  # 1-based index among the phrase's TPs
     precision_sum = np.bincount(phrase, weights=j / ranks, minlength=V)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ap = np.where(gt.num_gt > 0, precision_sum / np.maximum(gt.num_gt, 1), np.nan)
+    ap = np.where(gt.num_gt > 0, precision_sum / np.maximum(gt.num_gt, 1), np.nan)
     loc = localization_success(gt, dets, iou_thresh if loc_iou_thresh is None else loc_iou_thresh)
-    num_localized = np.bincount(gt.gt_phrase[loc], minlength=V).astype(np.int64)
+    num_localized = np.bincount(gt.gt_phrase[loc], minlength=V)  # int64
     return PhraseDetectionResult(list(gt.phrases), gt.num_gt.copy(), num_tp, ap, num_localized, mode, float(iou_thresh))
