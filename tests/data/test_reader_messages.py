@@ -31,6 +31,7 @@ def _message(error, call, *args, **kwargs):
     ("a [/EN#1/people Two guys look", "S.txt:3: '[' at column 3 is never closed"),
     ("a [/EN#1/people Two [/EN#2/other guys] ] look .", "S.txt:3: nested '[' inside the phrase at column 3"),
     ("a b [/EN#1/people ] look .", "S.txt:3: empty phrase at column 5"),
+    ("x] [/EN#1/people y] z", "S.txt:3: ']' without '[' at column 2"),  # a later ']' closes a phrase
 ])
 def test_markup_errors_name_the_place_and_the_column(line, message):
     assert _message(BadAnnotationError, parse_sentence_line, line, "S.txt:3") == message
@@ -45,6 +46,15 @@ def test_phrase_words_are_joined_by_single_spaces_and_counted_from_zero():
     assert caption == "see two men and a dog"
     assert (p.phrase, p.chain_id, p.types, p.first_word_index) == ("two men", "12", ["people", "other"], 1)
     assert (q.phrase, q.chain_id, q.types, q.first_word_index) == ("a dog", "3", ["dogs"], 4)
+
+
+def test_text_right_after_a_phrase_is_kept():
+    assert parse_sentence_line("[/EN#1/people two men]'s car")[0] == "two men 's car"
+
+
+def test_missing_sentences_file_is_named(tmp_path):
+    missing = str(tmp_path / "1.txt")
+    assert _message(FileNotFoundError, parse_sentences_file, missing) == f"Sentences file {missing!r} does not exist"
 
 
 def test_sentences_file_skips_blank_lines_but_counts_them(tmp_path):
@@ -635,3 +645,87 @@ def test_flickr_chain_0_is_notvisual_whatever_its_type_and_clipped_boxes_add_up_
         records = load_flickr30k_entities(root, image_root, str(split), box_policy="clip", check_images=False)
     assert [(u["chain_id"], u["reason"]) for u in records[0]["unboxed_phrases"]] == [("0", "notvisual")]
     assert caplog.messages[-1].endswith("0 phrases of unrelated captions skipped; 2 boxes clipped to the image.")
+
+
+def _vg(tmp_path, regions=None, images=None, **kwargs):
+    from phrasedet.data.datasets import load_visual_genome_pointing
+
+    from .test_visual_genome import write_vg_root
+
+    paths = write_vg_root(str(tmp_path), regions, images)
+    return load_visual_genome_pointing(*paths[:4], check_images=False, **kwargs), paths
+
+
+def _vg_images(edit):
+    from .test_visual_genome import image_data
+
+    images = image_data()
+    edit(images)
+    return images
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda ims: ims[0].update(url="http://[bad/VG_100K/1.jpg"), "[0]: key 'url' 'http://[bad/VG_100K/1.jpg' is not a URL: Invalid IPv6 URL"),
+    (lambda ims: ims[0].update(url="https://x.org/1.jpg"), "[0]: key 'url' 'https://x.org/1.jpg' does not end in '<folder>/1.jpg'"),
+    (lambda ims: ims[1].update(width=0), "[1]: image size 0x400 is not positive"),
+    (lambda ims: ims[1].update(height=0), "[1]: image size 500x0 is not positive"),
+    (lambda ims: ims.clear() or ims.append([]), "[0]: expected a JSON object, got list []"),
+])
+def test_visual_genome_image_data_errors_in_full(tmp_path, edit, message):
+    from phrasedet.data.datasets import read_vg_image_data
+
+    from .test_visual_genome import _write_json
+
+    path = _write_json(str(tmp_path / "image_data.json"), _vg_images(edit))
+    assert _message(BadAnnotationError, read_vg_image_data, path) == f"{path}: {message}"
+
+
+def test_visual_genome_urls_of_two_and_three_parts_and_one_pixel_images(tmp_path):
+    from phrasedet.data.datasets import read_vg_image_data
+
+    from .test_visual_genome import _write_json
+
+    def edit(ims):
+        ims[0].update(url="https://x.org/VG_100K/1.jpg")  # two path parts: the least allowed
+        ims[1].update(url="https://x.org/a/VG_100K_2/2.jpg", width=1, height=1)
+    images = read_vg_image_data(_write_json(str(tmp_path / "image_data.json"), _vg_images(edit)))
+    assert (images[1].folder, images[1].file) == ("VG_100K", "1.jpg")
+    assert (images[2].folder, images[2].file, images[2].width, images[2].height) == ("VG_100K_2", "2.jpg", 1, 1)
+
+
+def test_visual_genome_files_are_named_and_must_be_lists(tmp_path):
+    from phrasedet.data.datasets import load_visual_genome_pointing, read_vg_image_data
+
+    from .test_visual_genome import write_vg_root
+
+    paths = write_vg_root(str(tmp_path), regions={"id": 1})
+    assert _message(BadAnnotationError, load_visual_genome_pointing, *paths[:4]) == (
+        f"{paths[0]}: expected a JSON list, got dict")
+    os.remove(paths[0])
+    assert _message(FileNotFoundError, load_visual_genome_pointing, *paths[:4]) == (
+        f"Visual Genome region_descriptions.json {paths[0]!r} does not exist")
+    os.remove(paths[1])
+    assert _message(FileNotFoundError, read_vg_image_data, paths[1]) == (
+        f"Visual Genome image_data.json {paths[1]!r} does not exist")
+
+
+@pytest.mark.parametrize("value, ok", [(0, True), (2, True), (-1, False), (2.5, False), (True, False)])
+def test_visual_genome_min_phrase_chars_is_a_non_negative_integer(tmp_path, value, ok):
+    if ok:
+        assert len(_vg(tmp_path, min_phrase_chars=value)[0]) == 3
+        return
+    with pytest.raises(ValueError) as e:
+        _vg(tmp_path, min_phrase_chars=value)
+    assert str(e.value) == f"min_phrase_chars must be a non-negative integer, got {value!r}"
+
+
+def test_visual_genome_counts_every_image_left_out(tmp_path, caplog):
+    from .test_visual_genome import URL, _region, image_data, region_descriptions
+
+    regions = region_descriptions() + [{"id": 8, "regions": []},  # absent from image_data.json, like 9
+                                       {"id": 7, "regions": [_region(71, 7, "", 1, 1, 5, 5)]}]  # no query, like 6
+    images = image_data() + [{"image_id": 7, "coco_id": 700, "width": 50, "height": 50, "url": URL.format("VG_100K", 7)}]
+    with caplog.at_level(logging.INFO, logger="phrasedet.data.datasets.visual_genome"):
+        _, paths = _vg(tmp_path, regions, images)
+    assert (f"Of 9 images of {paths[0]}, left out: 2 not in image_data.json, 1 without coco_id, 1 whose coco_id "
+            f"is not in {paths[3]}, no Karpathy exclusion, 2 with no region left.") in caplog.messages[-1]
