@@ -265,12 +265,13 @@ def test_an_equal_score_in_the_last_column_of_the_previous_image_ranks_first(mod
 
 
 def test_rank_true_positives_defaults_to_reference_mode():
-    # two instances of "man" in im0 (A, B), detection (.9, B): reference mode appends it once per
-    # instance, (.9 copy0 vs A) FP r1, (.9 copy1 vs B) TP r2; standard mode has one entry: TP r1
-    gt, d = build(["im0"], [("im0", "man", A), ("im0", "man", B)], {("im0", "man"): [(0.9, B)]})
+    # two instances of "man" in im0 (A, B), detections k0 (.9, FAR), k1 (.5, A). Reference mode
+    # appends each detection once per instance: (.9 c0 k0) FP r1, (.9 c1 k0) FP r2, (.5 c0 k1) TP r3;
+    # standard mode has one entry per detection: (.9 k0) FP r1, (.5 k1) TP r2
+    gt, d = build(["im0"], [("im0", "man", A), ("im0", "man", B)], {("im0", "man"): [(0.9, FAR), (0.5, A)]}, k=2)
     tps = core.match_detections(gt, d, "reference")
-    assert core.rank_true_positives(gt, d, tps).tolist() == [2]
-    assert core.rank_true_positives(gt, d, core.match_detections(gt, d, "standard"), "standard").tolist() == [1]
+    assert core.rank_true_positives(gt, d, tps).tolist() == [3]
+    assert core.rank_true_positives(gt, d, core.match_detections(gt, d, "standard"), "standard").tolist() == [2]
 
 
 # ----------------------------------------------------------------------------- float32 scores
