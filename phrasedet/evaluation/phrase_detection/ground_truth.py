@@ -31,8 +31,10 @@ def _check_unique(items: list, index: dict, what: str, where: str) -> None:
     a ValueError naming the first one."""
     if len(index) != len(items):
         seen = set()
-        dup = next(x for x in items if x in seen or seen.add(x))
-        raise ValueError(f"{what} {dup!r} occurs more than once in {where}")
+        for x in items:
+            if x in seen:
+                raise ValueError(f"{what} {x!r} occurs more than once in {where}")
+            seen.add(x)
 
 
 def _check_range(index: np.ndarray, size: int, what: str) -> None:
