@@ -20,12 +20,20 @@ def _compare(root, *args):
     return proc.stdout
 
 
+def summary_specificity(root):
+    return json.loads((root / "comparison.json").read_text())["caption_specificity"]
+
+
 @pytest.mark.usefixtures("builtin_root")
 def test_every_stage_runs_and_the_verdicts_come_out(tmp_path):
     out = _compare(tmp_path)
     assert "image CNN: random initialization" in out
     assert "| vsepp_ft |" in out and "002: the gain of max over sum is larger with a fine-tuned CNN:" in out
-    assert "Caption ambiguity (builtin_flickr30k_entities_train, batches of 8 images)" in out
+    assert ("Caption specificity (built-in training split, batches of 8 images): a caption is true of 0.000 other "
+            "images of its batch on average; 0.0 % of captions are true of at least one.") in out
+    assert summary_specificity(tmp_path) == {"images": 600, "captions": 2988, "left_out": 12, "batch_size": 8,
+                                             "mean_in_batch": 0.0, "share_in_batch": 0.0, "mean_in_split": 0.0,
+                                             "share_in_split": 0.0, "max_in_split": 0}
     summary = json.loads((tmp_path / "comparison.json").read_text())
     assert len(summary["verdicts"]) == 3 and summary["backbone_weights"] == ""
     assert set(summary["runs"]) == {"vse0", "vsepp", "vse0_ft", "vsepp_ft"}

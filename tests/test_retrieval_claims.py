@@ -4,7 +4,7 @@ import math
 import pytest
 
 from phrasedet.engine.retrieval_claims import (PAPER_001_CLAIMS, RECALLS, claim_verdicts, difference, format_claims,
-                                              format_seed_table, in_batch_matches, mean_sd)
+                                              format_seed_table, mean_sd)
 
 
 def _m(rsum, r1=10.0):
@@ -68,20 +68,6 @@ def test_seed_table_gives_mean_and_sample_sd():
     # paper 001 gives R@1 but no rsum; a stage-I evaluation has no run time of its own
     row = format_seed_table(_runs(instance_loss_stage1=[90]), {}).splitlines()[2]
     assert row.endswith("| 90.0 | - | 39.9 | - |")
-
-
-def test_in_batch_matches_by_hand():
-    def rec(*captions):  # captions given as the lists of phrases they name
-        anns = [{"phrase": p, "caption_index": k} for k, c in enumerate(captions) for p in c]
-        return {"captions": [""] * len(captions), "annotations": anns}
-
-    records = [rec(["red circle"], ["blue square", "red circle"]), rec(["red circle", "green star"]), rec(["blue square"]), rec([])]
-    out = in_batch_matches(records, batch_size=3)
-    # q: caption (0,0) "red circle" matches image 1 of 3 others -> 1/3; (0,1) needs both -> 0/3;
-    # (1,0) needs red circle + green star -> 0; (2,0) blue square -> image 0 -> 1/3; image 3 names nothing
-    assert out["captions"] == 4
-    assert out["expected"] == pytest.approx(2 * (1 / 3 + 0 + 0 + 1 / 3) / 4)
-    assert out["at_least_one"] == pytest.approx(2 * (1 - (2 / 3) ** 2) / 4)
 
 
 def test_a_larger_gain_needs_a_gain():
@@ -197,44 +183,6 @@ def test_seed_table_row_of_two_seeds():
                            "t2i_R@10": 6.0, "rsum": 31.0}]}
     assert format_seed_table(runs, {}).splitlines()[2] == \
         "| one_stage | 2.0 ± 1.4 | 2.0 ± 0.0 | 5.0 ± 2.8 | 4.0 ± 0.0 | 7.0 ± 2.8 | 6.0 ± 0.0 | 26.0 ± 7.1 | - | - | - |"
-
-
-@pytest.mark.parametrize("records", [
-    [],                                                                    # no records
-    [{"captions": ["a dog"]}],                                             # no annotations key
-    [{"annotations": [{"phrase": "a dog", "caption_index": 0}]}],          # no captions key: nothing counted
-    [{"captions": ["a dog"], "annotations": []}, {"captions": ["a cat"]}],  # captions naming no phrase
-])
-def test_in_batch_matches_without_a_caption_naming_a_phrase(records):
-    out = in_batch_matches(records, batch_size=4)
-    assert out["captions"] == 0 and math.isnan(out["expected"]) and math.isnan(out["at_least_one"])
-
-
-def test_in_batch_matches_of_one_image_has_no_other_image_to_match():
-    records = [{"captions": ["a dog", "a cat"], "annotations": [{"phrase": "dog", "caption_index": 0},
-                                                                 {"phrase": "cat", "caption_index": 1}]}]
-    assert in_batch_matches(records, batch_size=4) == {"captions": 2, "expected": 0.0, "at_least_one": 0.0}
-
-
-def test_in_batch_matches_of_two_images_one_caption_counted():
-    # image 1 names nothing (no captions) but carries "dog": image 0's one caption matches the only
-    # other image, q = 1/1; a batch of 3 has 2 negatives, both matching
-    records = [{"captions": ["a dog"], "annotations": [{"phrase": "dog", "caption_index": 0}]},
-               {"annotations": [{"phrase": "dog", "caption_index": 0}]}]
-    assert in_batch_matches(records, batch_size=3) == {"captions": 1, "expected": 2.0, "at_least_one": 1.0}
-
-
-def test_in_batch_matches_counts_other_images_carrying_the_phrases_in_any_caption():
-    def rec(*phrases_per_caption):
-        anns = [{"phrase": p, "caption_index": k} for k, ps in enumerate(phrases_per_caption) for p in ps]
-        return {"captions": [""] * len(phrases_per_caption), "annotations": anns}
-
-    # images carry {dog, ball}, {dog, ball} (in two captions), {dog}. q per caption: image 0's "dog + ball"
-    # -> image 1 only: 1/2; image 1's "dog" -> images 0 and 2: 1; its "ball" -> image 0: 1/2; image 2's
-    # "dog" -> images 0 and 1: 1. A batch of 5 has 4 negatives: expected 4 q, at least one 1 - (1 - q)^4.
-    records = [rec(["dog", "ball"]), rec(["dog"], ["ball"]), rec(["dog"])]
-    out = in_batch_matches(records, batch_size=5)
-    assert out == {"captions": 4, "expected": 3.0, "at_least_one": 31 / 32}   # (2 + 4 + 2 + 4) / 4; (15/16 + 1) / 2
 
 
 @pytest.mark.parametrize("models, claims", [

@@ -37,7 +37,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
-from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table, in_batch_matches  # noqa: E402
+from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
 from phrasedet.engine.runs import detector_checkpoint, run_tool, train_run  # noqa: E402
 
 FROZEN = ["vse0", "vsepp", "two_branch", "two_branch_no_nbr", "similarity_net"]
@@ -153,32 +153,32 @@ def main(argv=None):
     print(format_seed_table(runs, mean_minutes))
     print()
     print(format_claims(verdicts))
-    ambiguity = caption_ambiguity(args.opts)
+    specificity = caption_specificity(args.opts)
     with open(os.path.join(args.output_root, "comparison.json"), "w") as f:
         json.dump({"seeds": args.seeds, "backbone_weights": weights, "runs": runs, "minutes": mean_minutes,
-                   "verdicts": verdicts, "caption_ambiguity": ambiguity}, f, indent=1)
+                   "verdicts": verdicts, "caption_specificity": specificity}, f, indent=1)
 
 
-def caption_ambiguity(opts):
-    """How often an in-batch negative carries every phrase of a caption (a likely false negative),
-    on the training split and at the training batch size, from the built-in phrase annotations."""
+def caption_specificity(opts):
+    """Of how many other images in a training batch a training caption is true (a false negative
+    for the losses), from the built-in scenes (phrasedet/data/synthetic/specificity.py); None when
+    the training split is not the built-in one."""
     from detectron2.config import get_cfg
-    from detectron2.data import DatasetCatalog
 
-    import phrasedet  # noqa: F401  (registers the datasets)
     from phrasedet.config import add_phrasedet_config
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.specificity import dataset_specificity
 
     cfg = get_cfg()
     add_phrasedet_config(cfg)
     cfg.merge_from_file(_config("vsepp"))
     cfg.merge_from_list(list(opts))
-    name = cfg.DATASETS.TRAIN[0].replace("_captions_", "_entities_")
-    if name not in DatasetCatalog.list():
+    if tuple(cfg.DATASETS.TRAIN) != ("builtin_flickr30k_captions_train",):
         return None
-    out = in_batch_matches(DatasetCatalog.get(name), cfg.SOLVER.IMS_PER_BATCH)
-    print(f"\nCaption ambiguity ({name}, batches of {cfg.SOLVER.IMS_PER_BATCH} images): a caption has on average "
-          f"{out['expected']:.1f} other images in its batch that carry every phrase it names; "
-          f"{100 * out['at_least_one']:.0f} % of captions have at least one.")
+    out = dataset_specificity(builtin_dataset_root(), cfg.SOLVER.IMS_PER_BATCH, splits=["train"])["train"]
+    print(f"\nCaption specificity (built-in training split, batches of {cfg.SOLVER.IMS_PER_BATCH} images): a caption "
+          f"is true of {out['mean_in_batch']:.3f} other images of its batch on average; "
+          f"{100 * out['share_in_batch']:.1f} % of captions are true of at least one.")
     return out
 
 

@@ -1,10 +1,17 @@
 #!/usr/bin/env python
 """Load the datasets of a config and print what is in them: images, boxes, phrase instances,
-test phrases per zero/few/common bucket, and the text pipeline's coverage of the test phrases.
+test phrases per zero/few/common bucket, the text pipeline's coverage of the test phrases, and,
+for the built-in dataset, how specific its captions are.
 
-    python tools/dataset_stats.py --config-file configs/Base-Builtin.yaml [KEY VALUE ...]
+    python tools/dataset_stats.py --config-file configs/Base-Builtin.yaml [--batch-size 64]
+        [--specificity-root ROOT] [KEY VALUE ...]
 
-With the built-in datasets the first run generates them (into $PHRASEDET_CACHE).
+With the built-in datasets the first run generates them (into $PHRASEDET_CACHE). Caption
+specificity (docs/DATA.md): per split, of how many other images a caption is true, from the
+facts it states checked on every scene (phrasedet/data/synthetic/specificity.py), in a random
+batch of ``--batch-size`` images and over the whole split. It is measured on the built-in dataset
+when the config names one (``builtin_*`` datasets), or on ``--specificity-root``, any folder the
+generator wrote (tools/make_builtin_dataset.py).
 """
 import argparse
 import time
@@ -17,7 +24,9 @@ from tabulate import tabulate
 import phrasedet  # noqa: F401  (registers the datasets)
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data import PhraseDatasetMapper, training_vocabulary
+from phrasedet.data.datasets.builtin import builtin_dataset_root
 from phrasedet.data.statistics import bucket_statistics, split_statistics
+from phrasedet.data.synthetic.specificity import dataset_specificity, format_specificity
 from phrasedet.text.build import build_encoded_vocabulary, build_text_encoder
 from phrasedet.text.vocab import BUCKETS
 
@@ -75,17 +84,35 @@ def print_mapper_sample(cfg):
           f"phrases {d['phrases']}, gt_phrase_ids {inst.gt_phrase_ids.tolist()}")
 
 
-def main():
+def print_specificity(cfg, root, batch_size):
+    """The caption-specificity table of a built-in dataset root (the config's, or ``root``)."""
+    names = list(cfg.DATASETS.TRAIN) + list(cfg.DATASETS.TEST)
+    if not root and any(n.startswith("builtin_") for n in names):
+        root = builtin_dataset_root()
+    if not root:
+        print("\nCaption specificity: only for the built-in dataset (no builtin_* dataset here; see --specificity-root)")
+        return
+    start = time.perf_counter()
+    table = format_specificity(dataset_specificity(root, batch_size))
+    print(f"\nCaption specificity of {root} ({time.perf_counter() - start:.1f} s): other images of its split a caption "
+          f"is true of, from the facts it states (docs/DATA.md)")
+    print(table)
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config-file", required=True)
+    parser.add_argument("--batch-size", type=int, default=64, help="the batch of the specificity measure")
+    parser.add_argument("--specificity-root", default="", help="a built-in dataset folder to measure instead of the config's")
     parser.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     setup_logger(name="phrasedet")
     cfg = setup(args)
     print_splits(list(cfg.DATASETS.TRAIN) + list(cfg.DATASETS.TEST))
     print_buckets(cfg)
     print_text(cfg)
     print_mapper_sample(cfg)
+    print_specificity(cfg, args.specificity_root, args.batch_size)
 
 
 if __name__ == "__main__":

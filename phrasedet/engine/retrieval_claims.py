@@ -25,14 +25,13 @@ Claims, with the papers' numbers for reference (Flickr30K, R@1/5/10 both directi
 A claim holds when the mean difference over the seeds has the paper's sign and at least half of
 the seeds agree (:mod:`.claims`); the per-seed differences are part of every verdict.
 """
-import math
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 import numpy as np
 
 from .claims import cell, difference as _difference, holds, mean_sd, verdict
 
-__all__ = ["PAPER", "PAPER_001_CLAIMS", "RECALLS", "claim_verdicts", "difference", "format_claims", "format_seed_table", "in_batch_matches", "mean_sd"]
+__all__ = ["PAPER", "PAPER_001_CLAIMS", "RECALLS", "claim_verdicts", "difference", "format_claims", "format_seed_table", "mean_sd"]
 
 RECALLS = ("i2t_R@1", "i2t_R@5", "i2t_R@10", "t2i_R@1", "t2i_R@5", "t2i_R@10")
 
@@ -134,31 +133,3 @@ def format_seed_table(runs: Dict[str, List[dict]], minutes: Dict[str, float]) ->
         cells.append(f"{minutes[name]:.1f}" if name in minutes else "-")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def in_batch_matches(records: Sequence[dict], batch_size: int) -> dict:
-    """How ambiguous captions are for in-batch negatives, from phrase-grounding records (Flickr30K
-    Entities format: ``annotations`` with ``phrase`` and ``caption_index``).
-
-    A caption "matches" another image when that image carries every phrase the caption names (in
-    any of its captions). For each caption with at least one phrase, the share q of the other
-    images it matches gives, for a batch of ``batch_size`` images drawn uniformly, the expected
-    number of matching negatives (batch_size - 1) q and the chance of at least one, 1 - (1 - q)^(batch_size - 1).
-
-    Returns:
-        {"captions": number of captions counted, "expected": mean expected count,
-         "at_least_one": mean chance of at least one}
-    """
-    phrases = [{a["phrase"] for a in r.get("annotations", ())} for r in records]
-    shares = []
-    for i, r in enumerate(records):
-        for k in range(len(r.get("captions", ()))):
-            named = {a["phrase"] for a in r.get("annotations", ()) if a["caption_index"] == k}
-            if named:
-                matches = sum(1 for j, p in enumerate(phrases) if j != i and named <= p)
-                shares.append(matches / max(len(records) - 1, 1))
-    q = np.asarray(shares, dtype=np.float64)
-    if q.size == 0:
-        return {"captions": 0, "expected": math.nan, "at_least_one": math.nan}
-    return {"captions": int(q.size), "expected": float(((batch_size - 1) * q).mean()),
-            "at_least_one": float((1 - (1 - q) ** (batch_size - 1)).mean())}

@@ -285,7 +285,10 @@ def test_training_with_npa_refreshes_the_table_resumes_and_repeats_exactly(tmp_p
     assert type(trainer._hooks[0]).__name__ == "IterationSeedHook" and trainer._hooks[1] is npa
     assert [it for it, _ in npa.refreshes] == [0, 3]
     assert sorted(losses) == [0, 1, 2, 3, 4] and all(math.isfinite(v) for v in losses.values())
-    assert all(n >= 1 for n in negatives)  # every image of <= 5 phrases got ceil(P / 2) >= 1 hard negatives
+    # an image of P <= 5 phrases gets at most ceil(P / 2) <= 3 hard negatives, fewer when some of its phrases
+    # have no row (the table holds the phrases of the 6 refreshed images): every step's mean is in [0, 3], and
+    # hard negatives were drawn
+    assert all(0 <= n <= 3 for n in negatives) and max(negatives) >= 1
     table = tables[4]
     assert len(table) > 5 and all(0 < len(row) <= 5 for row in table.values())
     for source, row in table.items():

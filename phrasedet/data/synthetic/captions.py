@@ -11,9 +11,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .facts import FactIndex, caption_facts, relations_between
 from .scene import Scene
 
-__all__ = ["Chain", "PhraseOcc", "ChainBook", "CaptionWriter", "render_caption",
+__all__ = ["Chain", "PhraseOcc", "ObjectPhrase", "ChainBook", "Draft", "CaptionWriter", "render_caption",
            "referring_expressions", "UNRELATED_TEMPLATES"]
 
 NUMBERS = {2: "two", 3: "three", 4: "four"}
@@ -111,8 +112,56 @@ def render_caption(segments: list) -> tuple:
     return " ".join(parts), " ".join(words), phrases
 
 
+class ObjectPhrase(PhraseOcc):
+    """A phrase naming one object, written from what it says of it (article, size, colour, shape,
+    or the generic noun "shape"/"object" when the shape is not said), so that it can say more."""
+
+    def __init__(self, chain: Chain, obj_index: int, obj, article: str, size: bool, colour: bool, shape: bool,
+                 noun: str = "shape"):
+        self.obj_index, self.obj, self.article, self.noun = obj_index, obj, article, noun
+        self.says = {"size": size, "colour": colour, "shape": shape}
+        super().__init__(chain, [])
+        self.refresh()
+
+    def refresh(self) -> None:
+        o, says = self.obj, self.says
+        self.words = [self.article] + [o.size] * says["size"] + [o.colour] * says["colour"] + [
+            o.shape if says["shape"] else self.noun]
+
+    def unsaid(self) -> list:
+        """The attributes it could add (colour needs a shape or a colour to stay a phrase)."""
+        return [k for k, v in self.says.items() if not v]
+
+    def say(self, attribute: str) -> None:
+        self.says[attribute] = True
+        self.refresh()
+
+
+@dataclass
+class Draft:
+    """One caption being written: its segments (without the final "."), the object phrases that
+    may say more or be placed, and whether the background is mentioned."""
+
+    segments: list
+    phrases: list = field(default_factory=list)
+    open_phrases: list = field(default_factory=list)
+    placed: set = field(default_factory=set)
+    has_scene: bool = False
+
+    def markup(self) -> str:
+        return render_caption(self.segments + ["."])[0]
+
+
 class CaptionWriter:
-    """Writes the five captions of one scene.
+    """Writes the five captions of one scene, each specific enough to pick its image out.
+
+    Every caption starts from a template (caption 0 lists every object; the others mention the
+    group, a shadow, or one or two objects with a position or a relation). While the facts it
+    states (:func:`.facts.caption_facts`) are true of another scene of the split (``index``), or
+    are those of an earlier caption of the scene, it says more, one step at a time, at random
+    among the steps left: a phrase adds its object's size, colour or shape; an object is placed
+    ("on the left"); the background is named; another object is mentioned with its place.
+    Phrases of ``cs_combos`` in caption 0 stay as they are.
 
     Parameters
     ----------
@@ -124,13 +173,23 @@ class CaptionWriter:
     cs_combos : tuple
         Combinations whose objects are called "<colour> <shape>" in caption 0 (the rare
         combinations in training, so each of their phrases gets at least one training count).
+    index : FactIndex, optional
+        The scenes of the split; without it captions keep their templates.
+    position : int, optional
+        This scene's position in ``index``.
     """
 
-    def __init__(self, scene: Scene, rng: np.random.Generator, book: ChainBook, cs_combos=()):
+    #: Most steps a caption takes to say more.
+    MAX_STEPS = 12
+
+    def __init__(self, scene: Scene, rng: np.random.Generator, book: ChainBook, cs_combos=(),
+                 index: Optional[FactIndex] = None, position: Optional[int] = None):
         self.scene, self.rng, self.book = scene, rng, book
         self.cs_combos = set(cs_combos)
         self.objs = scene.objects
+        self.index, self.position = index, position
         self.group, self.group_kind = self._find_group()
+        self.draft, self.stated = None, set()
 
     # ---- chains and phrases -------------------------------------------------------------
     def _find_group(self) -> tuple:
@@ -151,8 +210,9 @@ class CaptionWriter:
     def _unique(self, i: int, key) -> bool:
         return sum(key(o) == key(self.objs[i]) for o in self.objs) == 1
 
-    def obj_phrase(self, i: int, style: Optional[str] = None) -> PhraseOcc:
-        """A noun phrase for object ``i``; the style is random among those that identify it."""
+    def obj_phrase(self, i: int, style: Optional[str] = None, locked: bool = False) -> ObjectPhrase:
+        """A noun phrase for object ``i``; the style is random among those that identify it.
+        It joins the draft's phrases that may say more unless ``locked``."""
         o = self.objs[i]
         if style is None:
             keys = {"cs": lambda x: x.combo, "zcs": lambda x: (x.size, x.colour, x.shape),
@@ -162,13 +222,15 @@ class CaptionWriter:
             w = STYLE_WEIGHTS * ok if ok.any() else STYLE_WEIGHTS * np.array([1, 1, 0, 0, 0])
             style = STYLES[int(self.rng.choice(len(STYLES), p=w / w.sum()))]
         art = self._choice(("a", "the"))
-        if style == "cshape":
-            words = [art, o.colour, self._choice(("shape", "shape", "shape", "object"))]
-        else:
-            words = {"cs": [art, o.colour, o.shape], "zcs": [art, o.size, o.colour, o.shape],
-                     "s": [art, o.shape], "zs": [art, o.size, o.shape]}[style]
+        noun = self._choice(("shape", "shape", "shape", "object")) if style == "cshape" else "shape"
         chain = self.book.get(("obj", i), ("other",), "object", (i,))
-        return PhraseOcc(chain, words)
+        occ = ObjectPhrase(chain, i, o, art, size=style in ("zcs", "zs"), colour=style in ("cs", "zcs", "cshape"),
+                           shape=style != "cshape", noun=noun)
+        if self.draft is not None:
+            self.draft.phrases.append(occ)
+            if not locked:
+                self.draft.open_phrases.append(occ)
+        return occ
 
     def group_phrase(self) -> PhraseOcc:
         o = self.objs[self.group[0]]
@@ -186,6 +248,8 @@ class CaptionWriter:
     def scene_phrase(self) -> PhraseOcc:
         words = [self._choice(("a", "the")), self.scene.background,
                  self._choice(("background", "backdrop"))]
+        if self.draft is not None:
+            self.draft.has_scene = True
         return PhraseOcc(self.book.get(("scene",), ("scene",), "scene"), words)
 
     def notvisual_phrase(self) -> PhraseOcc:
@@ -196,18 +260,19 @@ class CaptionWriter:
         words = [self._choice(("a", "the")), self._choice(("faint", "soft", "long")), "shadow"]
         return PhraseOcc(self.book.get(("nobox",), ("other",), "nobox"), words)
 
-    def pos(self, i: int) -> str:
+    def pos(self, i: int, phrase: Optional[PhraseOcc] = None) -> str:
+        """Position words of object ``i``; ``phrase``, the phrase they follow, is then placed."""
+        if phrase is not None and self.draft is not None:
+            self.draft.placed.add(id(phrase))
         return self._choice(POS_OUTSIDE[self.scene.position(self.objs[i])])
 
     def relation(self, i: int, j: int) -> Optional[str]:
         """"left of" / "right of" / "above" / "below" along the dominant axis, or None."""
-        (xi, yi), (xj, yj) = self.objs[i].center, self.objs[j].center
-        dx, dy = xj - xi, yj - yi
-        if max(abs(dx), abs(dy)) < 10:
-            return None
-        if abs(dx) >= abs(dy):
-            return "left of" if dx > 0 else "right of"
-        return "above" if dy > 0 else "below"
+        rels = relations_between(self.objs[i].box_xyxy(), self.objs[j].box_xyxy()) - {"next to"}
+        return next(iter(rels), None)
+
+    def next_to(self, i: int, j: int) -> bool:
+        return "next to" in relations_between(self.objs[i].box_xyxy(), self.objs[j].box_xyxy())
 
     # ---- templates ----------------------------------------------------------------------
     def _listing(self, idx: list, style_for) -> list:
@@ -215,7 +280,8 @@ class CaptionWriter:
         for k, i in enumerate(idx):
             if k:
                 segs.append("and" if k == len(idx) - 1 else ",")
-            segs.append(self.obj_phrase(i, style_for(i)))
+            style = style_for(i)
+            segs.append(self.obj_phrase(i, style, locked=style is not None))
         return segs
 
     def caption_all(self) -> list:
@@ -224,23 +290,23 @@ class CaptionWriter:
         style_for = lambda i: "cs" if self.objs[i].combo in self.cs_combos else None  # noqa: E731
         form = int(self.rng.integers(3))
         if form == 0:
-            return self._listing(idx, style_for) + ["on", self.scene_phrase(), "."]
+            return self._listing(idx, style_for) + ["on", self.scene_phrase()]
         if form == 1:
-            return [self.notvisual_phrase(), "shows"] + self._listing(idx, style_for) + ["."]
-        return self._listing(idx, style_for) + ["are shown on", self.scene_phrase(), "."]
+            return [self.notvisual_phrase(), "shows"] + self._listing(idx, style_for)
+        return self._listing(idx, style_for) + ["are shown on", self.scene_phrase()]
 
     def caption_group(self) -> list:
         others = [i for i in range(len(self.objs)) if i not in self.group]
         form = int(self.rng.integers(3 if others else 2))
         if form == 0:
-            return [self.group_phrase(), "are on", self.scene_phrase(), "."]
+            return [self.group_phrase(), "are on", self.scene_phrase()]
         if form == 1:
-            return [self.notvisual_phrase(), "shows", self.group_phrase(), "."]
-        return [self.group_phrase(), "and", self.obj_phrase(self._choice(others)), "."]
+            return [self.notvisual_phrase(), "shows", self.group_phrase()]
+        return [self.group_phrase(), "and", self.obj_phrase(self._choice(others))]
 
     def caption_shadow(self) -> list:
         i = int(self.rng.integers(len(self.objs)))
-        return [self.obj_phrase(i), "casts", self.nobox_phrase(), "."]
+        return [self.obj_phrase(i), "casts", self.nobox_phrase()]
 
     def caption_random(self) -> list:
         n = len(self.objs)
@@ -248,19 +314,25 @@ class CaptionWriter:
         j = (i + 1 + int(self.rng.integers(n - 1))) % n
         rel = self.relation(i, j)
         form = int(self.rng.integers(7))
+        if form == 6:
+            near = [k for k in range(n) if k != i and self.next_to(i, k)]
+            if near:
+                return [self.obj_phrase(i), "is next to", self.obj_phrase(self._choice(near))]
+            form = 2
+        x = self.obj_phrase(i)
         if form == 0:
-            return [self.obj_phrase(i), "is", self.pos(i), "."]
+            return [x, "is", self.pos(i, x)]
         if form == 1:
-            return ["there is", self.obj_phrase(i), self.pos(i), "."]
+            return ["there is", x, self.pos(i, x)]
         if form == 2 and rel:
-            return [self.obj_phrase(i), "is", rel, self.obj_phrase(j), "."]
+            return [x, "is", rel, self.obj_phrase(j)]
         if form == 3 and rel:
-            return [self.obj_phrase(i), "is", rel, self.obj_phrase(j), "on", self.scene_phrase(), "."]
+            return [x, "is", rel, self.obj_phrase(j), "on", self.scene_phrase()]
         if form == 4:
-            return ["in", self.notvisual_phrase(), ",", self.obj_phrase(i), "is", self.pos(i), "."]
+            return ["in", self.notvisual_phrase(), ",", x, "is", self.pos(i, x)]
         if form == 5:
-            return [self.obj_phrase(i), "sits on", self.scene_phrase(), self.pos(i), "."]
-        return [self.obj_phrase(i), "is next to", self.obj_phrase(j), "."]
+            return [x, "sits on", self.scene_phrase(), self.pos(i, x)]
+        return [x, "is", self.pos(i, x)]
 
     def caption_unrelated(self) -> list:
         tmpl = UNRELATED_TEMPLATES[int(self.rng.integers(len(UNRELATED_TEMPLATES)))]
@@ -273,12 +345,54 @@ class CaptionWriter:
                 segs.append(PhraseOcc(chain, seg[1].split()))
         return segs
 
+    # ---- saying more ----------------------------------------------------------------------
+    def _steps(self) -> list:
+        """The steps that can still make the draft say more, as (weight, action)."""
+        d = self.draft
+        steps = [(1.0, lambda p=p, a=a: p.say(a)) for p in d.open_phrases for a in p.unsaid()]
+        steps += [(1.0, lambda p=p: self._place(p)) for p in d.phrases if id(p) not in d.placed]
+        if not d.has_scene:
+            steps.append((1.0, lambda: d.segments.extend(["on", self.scene_phrase()])))
+        named = {p.obj_index for p in d.phrases}
+        steps += [(0.5, lambda k=k: self._add_object(k)) for k in range(len(self.objs)) if k not in named]
+        return steps
+
+    def _place(self, phrase: ObjectPhrase) -> None:
+        k = next(n for n, s in enumerate(self.draft.segments) if s is phrase)
+        self.draft.segments.insert(k + 1, self.pos(phrase.obj_index, phrase))
+
+    def _add_object(self, k: int) -> None:
+        phrase = self.obj_phrase(k, "zcs")
+        self.draft.segments.extend(["with", phrase, self.pos(k, phrase)])
+
+    def _vague(self) -> bool:
+        """Whether the draft is true of another scene or says what an earlier caption said."""
+        facts = caption_facts(self.draft.markup())
+        return facts in self.stated or bool(self.index.true_of(facts, exclude=self.position))
+
+    def write(self, template) -> list:
+        """The segments of one caption: ``template()``, then steps while it is vague."""
+        self.draft = Draft([])
+        self.draft.segments = template()
+        if self.index is not None:
+            for _ in range(self.MAX_STEPS):
+                if not self._vague():
+                    break
+                steps = self._steps()
+                if not steps:
+                    break
+                w = np.array([s[0] for s in steps])
+                steps[int(self.rng.choice(len(steps), p=w / w.sum()))][1]()
+            self.stated.add(caption_facts(self.draft.markup()))
+        segments, self.draft = self.draft.segments + ["."], None
+        return segments
+
     def captions(self, with_shadow: bool, unrelated_index: Optional[int]) -> list:
         """The five captions as segment lists.
 
         Caption 0 mentions every object; one of captions 1-4 mentions the group (if any),
         one the not-boxed shadow (if ``with_shadow``); ``unrelated_index`` (1-4 or None) is
-        replaced by an unrelated caption.
+        replaced by an unrelated caption, which is never made specific.
         """
         slots = [None] * 5
         slots[0] = "all"
@@ -290,8 +404,8 @@ class CaptionWriter:
                 k = free.pop(int(self.rng.integers(len(free))))
                 slots[k] = wanted
         make = {"all": self.caption_all, "group": self.caption_group, "shadow": self.caption_shadow,
-                "unrelated": self.caption_unrelated, None: self.caption_random}
-        return [make[s]() for s in slots]
+                None: self.caption_random}
+        return [self.caption_unrelated() if s == "unrelated" else self.write(make[s]) for s in slots]
 
 
 def referring_expressions(scene: Scene, i: int, rng: np.random.Generator) -> list:

@@ -127,6 +127,13 @@ class Scene:
     background: str
     objects: list = field(default_factory=list)
 
+    def record(self) -> dict:
+        """``background`` and ``objects`` (colour, shape, size, position, continuous box) as
+        ``ground_truth.json`` stores them: what :mod:`.facts` checks captions against."""
+        return {"background": self.background,
+                "objects": [{"colour": o.colour, "shape": o.shape, "size": o.size, "position": self.position(o),
+                             "box": o.box_xyxy()} for o in self.objects]}
+
     def position(self, obj: SceneObject) -> str:
         """Position word of an object: ``left``, ``right``, ``top``, ``bottom`` or ``center``."""
         cx, cy = obj.center
