@@ -346,7 +346,9 @@ def test_seed_0_gives_the_pinned_layers(iters, expected):
     minibatches as when this was pinned (a change in how the seed is drawn, or in which rows make an
     epoch's batches, changes every run)."""
     p = train_deep_cca(_X4, _Y4, out_dim=2, batch_size=3, iters=iters, lr=0.1, seed=0)
-    np.testing.assert_allclose(p.region_weight, expected, rtol=1e-6)
+    # float32 steps round differently on other CPUs (seen: 2.3e-6 relative after 5 steps); another seed
+    # derivation or batch order moves these weights by more than 1e-2
+    np.testing.assert_allclose(p.region_weight, expected, rtol=1e-4, atol=1e-6)
 
 
 def test_a_failing_step_is_named_and_the_final_cca_uses_the_power():
