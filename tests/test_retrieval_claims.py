@@ -112,6 +112,7 @@ ALL_RUNS = {"vse0": [_r(300), _r(300)], "vsepp": [_r(310), _r(296)], "vse0_ft": 
             "one_stage": [_r(100, 6, 2), _r(70, 3, 3)], "no_shift": [_r(91, 4, 3), _r(79, 5, 4)],
             "instance_loss_stage1": [_r(27, 2, 1), _r(27, 2, 1)], "ranking_only_stage1": [_r(25, 1, 1), _r(25, 1, 1)],
             "no_shift_stage1": [_r(28, 1, 1), _r(26, 1, 2)]}
+REFERENCE_RUNS = {"vsepp_warmup": [_r(330), _r(290)], "clip": [_r(299), _r(299)]}
 
 # One line per claim, in this order. Differences by hand: vsepp - vse0 [+10, -4]; fine-tuned [+20, -2];
 # gap [+10, +2]; two_branch - similarity_net [+80, +110], i2t R@1 [+25, +28]; neighbourhood [-5, +5];
@@ -190,6 +191,22 @@ def test_seed_table_row_of_two_seeds():
     (("vse0_ft", "vsepp_ft"), []),   # the fine-tuned pair alone: its gain has no frozen gain to compare with
     (("two_branch", "similarity_net"), ["000: the embedding network beats the similarity network"]),
     (("two_branch", "two_branch_no_nbr"), ["000: the sentence-neighbourhood term improves retrieval"]),
+    (("vse0", "vsepp_warmup"), ["reference, 002 with VSE-infinity's warm-up: max of hinges after one epoch of the sum "
+                                "beats the sum of hinges, frozen CNN"]),
+    (("vse0", "clip"), ["reference: CLIP's InfoNCE beats the sum of hinges (VSE0), frozen CNN"]),
+    (("vsepp_warmup", "clip"), []),
 ] + [((model, baseline), [title]) for title, model, baseline, _ in PAPER_001_CLAIMS])
 def test_each_claim_needs_exactly_its_two_models(models, claims):
-    assert [v["claim"] for v in claim_verdicts({m: ALL_RUNS[m] for m in models})] == claims
+    runs = {**ALL_RUNS, **REFERENCE_RUNS}
+    assert [v["claim"] for v in claim_verdicts({m: runs[m] for m in models})] == claims
+
+
+def test_reference_rows_word_for_word():
+    """vsepp_warmup - vse0 = +30, -10 (mean +10, 1 of 2 seeds: half agree, so it holds); clip - vse0 = -1, -1."""
+    verdicts = claim_verdicts({"vse0": ALL_RUNS["vse0"], **REFERENCE_RUNS})
+    assert format_claims(verdicts) == (
+        "reference, 002 with VSE-infinity's warm-up: max of hinges after one epoch of the sum beats the sum of hinges, "
+        "frozen CNN: HOLDS here: mean +10.0 rsum, 1/2 seeds (+30.0, -10.0); paper +38.8 (002's claim, without the "
+        "warm-up).\n"
+        "reference: CLIP's InfoNCE beats the sum of hinges (VSE0), frozen CNN: DOES NOT HOLD here: mean -1.0 rsum, 0/2 "
+        "seeds (-1.0, -1.0); paper no number (in no paper here).")

@@ -2,10 +2,12 @@
 """Paper 004's claims on the built-in dataset, in one command:
 
     python tools/compare_pointing.py [--output-root output/pointing_compare] [--seeds 0 1 2]
-        [--backbone-weights PATH | none] [--models dsve_loc dsve_loc_gap dsve_loc_sum] [--resume] [KEY VALUE ...]
+        [--backbone-weights PATH | none] [--models dsve_loc dsve_loc_gap dsve_loc_sum dsve_loc_warmup] [--resume]
+        [KEY VALUE ...]
 
-DSVE-loc (``configs/pointing/dsve_loc.yaml``) and its two ablations (average pooling instead of
-WELDON, the sum over negatives instead of the hardest) are trained with the same budget for each
+DSVE-loc (``configs/pointing/dsve_loc.yaml``), its two ablations (average pooling instead of
+WELDON, the sum over negatives instead of the hardest) and a reference row (the hardest negatives
+after VSE-infinity's one-epoch warm-up with the sum) are trained with the same budget for each
 seed, then evaluated on retrieval (the test captions) and on the pointing game (the test split's
 phrase boxes) with the centre baseline beside it. The table (mean ± standard deviation over the
 seeds) and one verdict per claim (``phrasedet/engine/pointing_claims.py``) are printed and written
@@ -28,7 +30,7 @@ sys.path.insert(0, ROOT)
 from phrasedet.engine.pointing_claims import claim_verdicts, format_claims, format_table, split_results  # noqa: E402
 from phrasedet.engine.runs import detector_checkpoint, train_run  # noqa: E402
 
-MODELS = ["dsve_loc", "dsve_loc_gap", "dsve_loc_sum"]
+MODELS = ["dsve_loc", "dsve_loc_gap", "dsve_loc_sum", "dsve_loc_warmup"]
 
 
 def main(argv=None):

@@ -15,7 +15,9 @@ are printed (``phrasedet/engine/retrieval_claims.py``) and written to ``<output-
    same detector); ``none`` keeps the CNN's random initialization.
 2. Its pooled features of every image are computed once (``tools/extract_image_features.py``);
    the frozen-CNN models train on them (VSE++'s "1C" setting): vse0, vsepp, two_branch,
-   two_branch_no_nbr, similarity_net; "untrained" is VSE0's model evaluated as initialized (chance).
+   two_branch_no_nbr, similarity_net, and two reference rows, vsepp_warmup (VSE++ after
+   VSE-infinity's one-epoch warm-up with the sum of hinges) and clip (CLIP's InfoNCE loss);
+   "untrained" is VSE0's model evaluated as initialized (chance).
 3. The fine-tuned rows (vse0_ft, vsepp_ft) continue each frozen VSE0 / VSE++ model on pixels with
    the whole CNN trained (VSE++: 15 more epochs at 2e-5 after 30 with a fixed CNN);
    ``configs/retrieval/vsepp_ft.yaml`` is the same schedule in one run.
@@ -40,7 +42,7 @@ sys.path.insert(0, ROOT)
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
 from phrasedet.engine.runs import detector_checkpoint, run_tool, train_run  # noqa: E402
 
-FROZEN = ["vse0", "vsepp", "two_branch", "two_branch_no_nbr", "similarity_net"]
+FROZEN = ["vse0", "vsepp", "vsepp_warmup", "clip", "two_branch", "two_branch_no_nbr", "similarity_net"]
 TUNED = {"vse0_ft": "vse0", "vsepp_ft": "vsepp"}
 # paper 001: model name -> config; the stage-I models of STAGE1_EVALUATED are evaluated too
 INSTANCE = {"instance_loss": "instance_loss", "ranking_only": "instance_loss_ranking_only",

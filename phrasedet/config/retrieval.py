@@ -113,8 +113,14 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.SIMILARITY_NETWORK.HIDDEN_DIMS = [512, 256]
 
     _C.MODEL.RETRIEVAL.LOSS = CN()
-    # "ranking" (bidirectional hinge on in-batch negatives: VSE0, VSE++, paper 000's embedding network) or "logistic" (balanced pairs: paper 000's similarity network).
+    # "ranking" (bidirectional hinge on in-batch negatives: VSE0, VSE++, paper 000's embedding network), "logistic" (balanced pairs: paper 000's similarity network) or "infonce" (CLIP's symmetric InfoNCE with a learnable temperature; a reference, in no paper here).
     _C.MODEL.RETRIEVAL.LOSS.TYPE = "ranking"
+    # LOSS.TYPE "infonce": the initial temperature; the logits are cosine / temperature (CLIP: 0.07).
+    _C.MODEL.RETRIEVAL.LOSS.TEMPERATURE = 0.07
+    # LOSS.TYPE "infonce": the temperature is learned (as log 1/temperature, CLIP); False keeps it fixed.
+    _C.MODEL.RETRIEVAL.LOSS.LEARN_TEMPERATURE = True
+    # LOSS.TYPE "infonce": the largest 1/temperature learning may reach (CLIP clamps at 100).
+    _C.MODEL.RETRIEVAL.LOSS.MAX_LOGIT_SCALE = 100.0
     # Hinge margin (VSE++: 0.2; paper 000: 0.05).
     _C.MODEL.RETRIEVAL.LOSS.MARGIN = 0.2
     # Negatives per positive pair and direction: "all" (sum of hinges, VSE0), "hardest" (max of hinges, VSE++) or "topk" (the TOPK largest hinges, paper 000).
@@ -135,7 +141,7 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL.LOSS.REDUCTION = "sum"
     # A caption of the same image elsewhere in the batch is never a negative (False: the released VSE++ code, where it is).
     _C.MODEL.RETRIEVAL.LOSS.MASK_SAME_IMAGE = True
-    # With several processes, negatives come from the whole global batch (embeddings gathered, gradients kept for the local part); False: each process's own batch.
+    # With several processes, negatives come from the whole global batch (embeddings gathered, gradients kept for the local part), for LOSS.TYPE "ranking" and "infonce"; False: each process's own batch.
     _C.MODEL.RETRIEVAL.LOSS.GATHER_NEGATIVES = True
     # Weight of this loss in the total (paper 001's lambda_1: 1 in its stage II, 0 in stage I; its COCO code: 2); 0 = not computed.
     _C.MODEL.RETRIEVAL.LOSS.WEIGHT = 1.0

@@ -12,7 +12,7 @@ from detectron2.utils import comm
 from torch import nn
 
 from phrasedet.engine import finish_distributed
-from phrasedet.modeling.losses import RankingLoss, all_gather_with_grad, gather_batch
+from phrasedet.modeling.losses import InfoNCELoss, RankingLoss, all_gather_with_grad, gather_batch
 from phrasedet.modeling.losses import gather as gather_module
 
 IMAGES, CAPTIONS = 8, 10  # global batch; process r holds images 4r..4r+3 and their captions
@@ -31,7 +31,11 @@ def _models():
 
 
 def _loss(negatives, img_model, cap_model, x, y, owner, keys, gather):
-    loss = RankingLoss(negatives=negatives, topk=3, margin=0.3, neighbourhood_weight=0.5, gather=gather)
+    """The ranking loss with ``negatives``, or ("infonce") CLIP's InfoNCE with a learnable temperature."""
+    if negatives == "infonce":
+        loss = InfoNCELoss(temperature=0.5, gather=gather)
+    else:
+        loss = RankingLoss(negatives=negatives, topk=3, margin=0.3, neighbourhood_weight=0.5, gather=gather)
     img = nn.functional.normalize(img_model(x), dim=1)
     cap = nn.functional.normalize(cap_model(y), dim=1)
     return sum(loss(img, cap, torch.as_tensor(owner), torch.as_tensor(keys)).values())
@@ -65,7 +69,7 @@ def _worker(negatives, path):
     finish_distributed()
 
 
-@pytest.mark.parametrize("negatives", ["hardest", "topk"])
+@pytest.mark.parametrize("negatives", ["hardest", "topk", "infonce"])
 def test_two_processes_equal_one_process_on_the_global_batch(tmp_path, negatives):
     loss, grads = _one_process(negatives)
     path = tmp_path / "two.json"

@@ -8,7 +8,7 @@ paper 001's text CNN). Both embeddings are L2-normalized (the image one unless
 ``NORMALIZE_IMAGE`` is off, VSE0's variant). Scores: cosine, or paper 000's similarity network
 (:mod:`..scorers`).
 
-Losses: the ranking or logistic loss of ``MODEL.RETRIEVAL.LOSS`` (weighted by ``LOSS.WEIGHT``,
+Losses: the ranking, logistic or InfoNCE loss of ``MODEL.RETRIEVAL.LOSS`` (weighted by ``LOSS.WEIGHT``,
 paper 001's lambda_1; 0 leaves it out) and paper 001's instance loss
 (``MODEL.RETRIEVAL.INSTANCE_LOSS``): a bias-free classifier shared by both modalities, one class
 per image of ``DATASETS.TRAIN`` (in dataset order), on the unnormalized features. At test,
@@ -36,7 +36,7 @@ from phrasedet.data.image_features import attach_image_features, feature_dim
 
 from ..backbone_weights import load_backbone_weights
 from ..image_encoders import FeatureImageEncoder, PixelImageEncoder
-from ..losses import InstanceLoss, LogisticPairLoss, RankingLoss
+from ..losses import InfoNCELoss, InstanceLoss, LogisticPairLoss, RankingLoss
 from ..pooling import build_global_pooling
 from ..projection import build_projection
 from ..scorers import build_scorer
@@ -46,7 +46,7 @@ from ..sentence_encoders.build import check_fingerprint, fingerprint_value
 __all__ = ["ImageTextEmbedding", "image_key", "training_image_classes"]
 
 IMAGE_INPUTS = ("pixels", "features")
-LOSSES = ("ranking", "logistic")
+LOSSES = ("ranking", "logistic", "infonce")
 
 
 def image_key(dataset: str, image_id) -> int:
@@ -82,7 +82,7 @@ def _check(cfg) -> None:
         raise ValueError(f"MODEL.RETRIEVAL.LOSS.TYPE must be one of {LOSSES}, got {r.LOSS.TYPE!r}")
     if (r.SCORE == "similarity_network") != (r.LOSS.TYPE == "logistic"):
         raise ValueError("MODEL.RETRIEVAL.SCORE 'similarity_network' goes with LOSS.TYPE 'logistic' (paper 000) and "
-                         f"'cosine' with 'ranking'; got SCORE {r.SCORE!r} with LOSS.TYPE {r.LOSS.TYPE!r}")
+                         f"'cosine' with 'ranking' or 'infonce'; got SCORE {r.SCORE!r} with LOSS.TYPE {r.LOSS.TYPE!r}")
 
 
 def _feature_file(cfg) -> str:
@@ -134,10 +134,12 @@ def build_instance_loss(cfg, classes: dict):
 
 
 def build_loss(cfg) -> nn.Module:
-    """``MODEL.RETRIEVAL.LOSS``: :class:`RankingLoss` or :class:`LogisticPairLoss`."""
+    """``MODEL.RETRIEVAL.LOSS``: :class:`RankingLoss`, :class:`LogisticPairLoss` or :class:`InfoNCELoss`."""
     l = cfg.MODEL.RETRIEVAL.LOSS
     if l.TYPE == "logistic":
         return LogisticPairLoss(l.REDUCTION)
+    if l.TYPE == "infonce":
+        return InfoNCELoss(l.TEMPERATURE, l.LEARN_TEMPERATURE, l.MAX_LOGIT_SCALE, gather=l.GATHER_NEGATIVES)
     return RankingLoss(margin=l.MARGIN, negatives=l.NEGATIVES, topk=l.TOPK, distance=l.DISTANCE,
                        image_weight=l.IMAGE_ANCHOR_WEIGHT, caption_weight=l.CAPTION_ANCHOR_WEIGHT,
                        neighbourhood_weight=l.NEIGHBOURHOOD_WEIGHT, reduction=l.REDUCTION,
@@ -152,7 +154,8 @@ class ImageTextEmbedding(nn.Module):
         image_encoder: :class:`PixelImageEncoder` or :class:`FeatureImageEncoder`.
         sentence_encoder: list of C captions -> [C, E].
         scorer: ``pairwise`` / ``paired`` scores of embeddings.
-        loss: :class:`RankingLoss` (called with embeddings) or :class:`LogisticPairLoss` (with the scorer too).
+        loss: :class:`RankingLoss` or :class:`InfoNCELoss` (called with embeddings) or :class:`LogisticPairLoss`
+            (with the scorer too).
         normalize_image: L2-normalize image embeddings.
         pixel_mean, pixel_std: [3] pixel normalization of the pixel path.
         loss_weight: weight of ``loss`` (paper 001's lambda_1); 0 = not computed.
@@ -274,7 +277,7 @@ class ImageTextEmbedding(nn.Module):
         return losses
 
     def _pair_losses(self, image_features, caption_features, owner, keys) -> dict:
-        """The ranking or logistic loss on the normalized embeddings, times ``loss_weight``."""
+        """The ranking, logistic or InfoNCE loss on the normalized embeddings, times ``loss_weight``."""
         keys = torch.tensor(keys, dtype=torch.long, device=self.device)
         images, embedded = self._normalize_images(image_features), F.normalize(caption_features, dim=-1)
         if isinstance(self.loss, LogisticPairLoss):
