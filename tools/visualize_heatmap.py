@@ -2,8 +2,8 @@
 """Heatmaps of any texts in one image with a trained DSVE-loc model (paper 004), one picture per text.
 
     python tools/visualize_heatmap.py --config-file configs/pointing/dsve_loc.yaml \\
-        --weights output/pointing/dsve_loc/model_final.pth --image ~/.cache/phrasedet/builtin-v1-seed0/flickr30k-images/100443358.jpg \\
-        --texts "a red cross" "the small green diamond" [--box X1 Y1 X2 Y2] \\
+        --weights output/pointing/dsve_loc/model_final.pth --image ~/.cache/phrasedet/builtin-v2-seed0/flickr30k-images/100443358.jpg \\
+        --texts "the purple cross" "a small green cross" [--box X1 Y1 X2 Y2] \\
         --output-dir heatmaps/ [KEY VALUE ...]
 
 Each text's heatmap (``MODEL.POINTING``: k, top-k selection, point mode) is drawn over the image
