@@ -129,7 +129,7 @@ class ObjectPhrase(PhraseOcc):
             o.shape if says["shape"] else self.noun]
 
     def unsaid(self) -> list:
-        """The attributes it could add (colour needs a shape or a colour to stay a phrase)."""
+        """The attributes it does not say yet."""
         return [k for k, v in self.says.items() if not v]
 
     def say(self, attribute: str) -> None:
