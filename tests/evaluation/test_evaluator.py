@@ -103,8 +103,11 @@ def test_exported_images_import_into_another_store_with_more_detections_per_phra
     assert (nothing[0].tolist(), nothing[1].shape, nothing[2].tolist()) == ([], (0, 2, 2), [])
     empty = sender.export_images([1])
     assert (empty[0].tolist(), empty[2].tolist(), empty[3].shape) == ([1], [], (0, 2, 4))
-    with pytest.raises(ValueError, match="got 3 detections per phrase, but this evaluation was set up for K=2"):
-        sender.import_images(*receiver.export_images([0]))
+    before = sender.scores.copy()
+    sender.import_images(*receiver.export_images([0]))  # K=3 rows widen the K=2 store
+    assert sender.k == 3 and sender.scores.shape == (3, 2, 3) and sender.pair_boxes.shape == (3, 3, 4)
+    np.testing.assert_array_equal(sender.scores[[1, 2], :, :2], before[[1, 2]])
+    assert np.isnan(sender.scores[[1, 2], :, 2]).all() and np.isnan(sender.pair_boxes[2, 2]).all()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -185,3 +188,21 @@ def test_detection_boxes_are_stored_as_float32():
     dets.add_image(0, [[0.9]], np.array([[[0.0, 0.0, 10.0, 4.99999999]]]))
     assert dets.pair_boxes.dtype == np.float32 and dets.pair_boxes[0, 0, 3] == 5.0
     assert evaluate_phrase_detection(gt, dets, "reference").ap.tolist() == [1.0]
+
+
+def test_a_scored_detection_with_a_box_that_is_not_finite_names_the_image_and_phrase():
+    """Issue 23: a NaN box used to be a silent miss (a diverged model scored 0 without a word).
+    A NaN score is "no detection": its box is not read."""
+    register_toy()
+    d = DatasetCatalog.get(TOY_TEST)[0]
+    vocab = test_vocabulary(DatasetCatalog.get(TOY_TEST))
+    out = noisy_outputs(d, vocab, k=2)
+    out["scores"][1, 0] = float("nan")
+    out["boxes"][1, 0] = float("nan")  # no detection: accepted
+    evaluator = PhraseDetectionEvaluator(TOY_TEST, output_dir=None)
+    evaluator.process([d], [out])
+    out["boxes"][3, 1, 2] = float("inf")
+    with pytest.raises(ValueError) as e:
+        evaluator.process([d], [out])
+    assert str(e.value) == (f"image_id '1000': 'boxes' row 3 ({vocab[3]!r}): values must be finite numbers where the "
+                            f"score is not NaN, got {out['boxes'][3].tolist()} (1 such rows; a diverged model?)")

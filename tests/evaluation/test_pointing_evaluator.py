@@ -229,3 +229,38 @@ def test_bad_arguments_and_datasets_fail_before_inference():
         PointingGameEvaluator(register("evaltest_pointing_no_queries", no_queries))
     with pytest.raises(ValueError, match=r"^dataset 'evaltest_pointing_twice': query_id 'q0' appears twice"):
         PointingGameEvaluator(register("evaltest_pointing_twice", twice))
+
+
+def test_infinite_points_and_detections_with_boxes_that_are_not_finite_are_errors():
+    """Issue 23: a NaN point is "no answer" (a miss) and a NaN score "no detection", but an
+    infinite point, or a non-finite box of a scored detection (a diverged model), names its image."""
+    register()
+
+    def infinite_point(d):
+        out = point_outputs(d)
+        if d["image_id"] == "img0":
+            out["points"][2, 0] = float("inf")
+        return out
+
+    with pytest.raises(ValueError) as e:
+        run(PointingGameEvaluator(POINTING_TOY), outputs_of=infinite_point)
+    assert str(e.value) == ("image_id 'img0': 'points' row 2 ('red car'): values must be finite numbers or NaN (no "
+                            "answer), got [inf, 62.0] (1 such rows; a diverged model?)")
+
+    def nan_box(d):
+        out = detector_outputs(d)
+        out["boxes"][VOCABULARY.index("man"), 2, 1] = float("nan")  # score 0.9: a detection
+        return out
+
+    with pytest.raises(ValueError) as e:
+        run(PointingGameEvaluator(POINTING_TOY), outputs_of=nan_box)
+    assert str(e.value).startswith("image_id 'img2': 'boxes' row 1 ('man'): values must be finite numbers where the "
+                                   "score is not NaN, got [[")
+
+    def nan_box_without_score(d):  # "dog" row of img2 has NaN scores: its boxes are never read
+        out = detector_outputs(d)
+        out["boxes"][VOCABULARY.index("sky")] = float("nan")
+        return out
+
+    assert run(PointingGameEvaluator(POINTING_TOY), outputs_of=nan_box_without_score)["pointing"]["accuracy"] == \
+        run(PointingGameEvaluator(POINTING_TOY), outputs_of=detector_outputs)["pointing"]["accuracy"]

@@ -144,3 +144,26 @@ def test_the_models_similarity_network_scores_without_autograd(tmp_path):
                               for a in range(0, 12, 5)]).numpy()
     assert np.array_equal(saved["scores"], expected)
     assert results == evaluate_similarity(saved["scores"], c2i, FOLDS, gt_scores=saved["gt_scores"])
+
+
+def test_embeddings_that_are_not_finite_are_errors_naming_the_image_key_and_row():
+    """Issue 23: a NaN embedding (a diverged model) used to give NaN scores, ranked as ties."""
+    register_retrieval_toy()
+
+    def damaged(key, row, value):
+        def outputs_of(d):
+            out = toy_outputs(d)
+            if d["image_id"] == "img03":
+                out[key] = out[key].clone()
+                out[key].view(-1, out[key].shape[-1])[row, 2] = value
+            return out
+        return outputs_of
+
+    with pytest.raises(ValueError) as e:
+        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=damaged("caption_embeddings", 1, float("nan")))
+    values = toy_outputs(DatasetCatalog.get(RETRIEVAL_TOY)[3])["caption_embeddings"][1].tolist()
+    values[2] = float("nan")
+    assert str(e.value) == (f"image_id 'img03': 'caption_embeddings' row 1: values must be finite numbers, got {values} "
+                            "(1 such rows; a diverged model?)")
+    with pytest.raises(ValueError, match=r"^image_id 'img03': 'image_embedding' row 0: values must be finite numbers"):
+        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=damaged("image_embedding", 0, float("-inf")))

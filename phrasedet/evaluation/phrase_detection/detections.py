@@ -13,9 +13,10 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+from ..output_checks import check_output_rows
 from .ground_truth import PhraseGroundTruth
 
-__all__ = ["PhraseColumns", "PhraseDetections", "detection_arrays"]
+__all__ = ["PhraseColumns", "PhraseDetections", "check_detections", "detection_arrays"]
 
 
 def detection_arrays(scores, boxes, dtype=np.float32) -> tuple:
@@ -26,6 +27,13 @@ def detection_arrays(scores, boxes, dtype=np.float32) -> tuple:
     if scores.ndim == 1:
         scores = scores[:, None]
     return scores, boxes.reshape(scores.shape + (4,))
+
+
+def check_detections(image_id: str, phrases: Sequence[str], scores: np.ndarray, boxes: np.ndarray) -> None:
+    """A detection (a score that is not NaN; scores [P, K]) must have a finite box (boxes
+    [P, K, 4]): ValueError naming the image, the row and its phrase otherwise."""
+    bad = ~np.isfinite(boxes).all(axis=-1) & ~np.isnan(scores)
+    check_output_rows(image_id, "boxes", bad, boxes, phrases, "finite numbers where the score is not NaN")
 
 
 class PhraseColumns:
@@ -78,7 +86,7 @@ class PhraseDetections:
     gt : PhraseGroundTruth
         The test split (image and phrase indexing, the pairs).
     k : int
-        Detections per (image, phrase), K >= 1.
+        Detections per (image, phrase) to start with, K >= 1; widened when an image brings more.
 
     Attributes
     ----------
@@ -91,7 +99,7 @@ class PhraseDetections:
         Images added so far.
     """
 
-    def __init__(self, gt: PhraseGroundTruth, k: int):
+    def __init__(self, gt: PhraseGroundTruth, k: int = 1):
         if int(k) < 1:
             raise ValueError(f"need at least one detection per phrase, got K={k}")
         self.gt = gt
@@ -102,10 +110,22 @@ class PhraseDetections:
         self.pair_boxes = np.full((gt.num_pairs, self.k, 4), np.nan, dtype=np.float32)
         self.filled = np.zeros(gt.num_images, dtype=bool)
 
-    def _check_k(self, k: int) -> None:
-        if k > self.k:
-            raise ValueError(f"got {k} detections per phrase, but this evaluation was set up for K={self.k} "
-                             f"(every image must have the same K)")
+    def widen(self, k: int) -> None:
+        """Make room for ``k`` detections per phrase (nothing when ``k <= K``): the stored images'
+        extra columns are "no detection". K is the largest K' seen so far, never the first
+        image's: a detector returns fewer than K boxes for an image with fewer proposals (none
+        for an image without any), and the result must not depend on which image comes first."""
+        k = int(k)
+        if k <= self.k:
+            return
+        old_scores, old_boxes, old_k = self.scores, self.pair_boxes, self.k
+        self.scores = np.empty((self.gt.num_images, self.gt.num_phrases, k), dtype=np.float32)
+        for i in np.flatnonzero(self.filled):  # row by row: no temporary of the matrix' size
+            self.scores[i, :, :old_k] = old_scores[i]
+            self.scores[i, :, old_k:] = np.nan
+        self.pair_boxes = np.full((self.gt.num_pairs, k, 4), np.nan, dtype=np.float32)
+        self.pair_boxes[:, :old_k] = old_boxes
+        self.k = k
 
     def add_image(self, image_index: int, scores, boxes, columns: Optional[PhraseColumns] = None) -> None:
         """Store the detections of one image (replacing any earlier ones of that image).
@@ -115,7 +135,8 @@ class PhraseDetections:
         image_index : int
             Position of the image in the dataset.
         scores : array [P, K']
-            Scores of the output rows, K' <= K (missing columns are "no detection").
+            Scores of the output rows; K' may be 0 (no detection), K' < K leaves the other
+            columns "no detection" and K' > K widens the store (:meth:`widen`).
         boxes : array [P, K', 4]
             Boxes, xyxy in original image coordinates. Only the rows of phrases annotated in
             this image are read.
@@ -128,7 +149,7 @@ class PhraseDetections:
         if scores.ndim == 1:
             scores = scores[:, None]
         P, k = scores.shape
-        self._check_k(k)
+        self.widen(k)
         boxes = np.asarray(boxes).reshape(P, k, 4)  # stored as float32 below
         V = self.gt.num_phrases
         if columns is not None and columns.num_rows != P:
@@ -164,7 +185,7 @@ class PhraseDetections:
         # int64 also for empty lists (numpy makes those float64, which cannot index)
         image_index, phrase_index, k = (np.asarray(x, dtype=np.int64) for x in (image_index, phrase_index, k))
         if len(k):
-            self._check_k(int(k.max()) + 1)
+            self.widen(int(k.max()) + 1)
         new = np.unique(image_index)
         new = new[~self.filled[new]]
         self.scores[new] = np.nan
@@ -185,7 +206,7 @@ class PhraseDetections:
     def import_images(self, image_indices, scores, pair_indices, pair_boxes) -> None:
         """Store what :meth:`export_images` of another process returned."""
         k = scores.shape[-1]
-        self._check_k(k)
+        self.widen(k)
         self.scores[image_indices, :, :k] = scores
         self.scores[image_indices, :, k:] = np.nan
         self.pair_boxes[pair_indices] = np.nan

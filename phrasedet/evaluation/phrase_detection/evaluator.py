@@ -11,7 +11,7 @@ from detectron2.utils import comm
 
 from phrasedet.data.statistics import training_vocabulary
 from .dataset import load_test_split, train_dataset_of
-from .detections import PhraseColumns, PhraseDetections, detection_arrays
+from .detections import PhraseColumns, PhraseDetections, check_detections, detection_arrays
 from .phrase_detection_ap import MODES, evaluate_phrase_detection
 from .phrase_filter import PhraseFilter, evaluate_with_filter, format_filtered_report
 from .ppa_ground_truth import augment_ground_truth, build_test_augmenter, evaluate_with_ppa, format_ppa_report
@@ -35,7 +35,10 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
     """Phrase detection mAP (zero/few/common-shot buckets) and localization accuracy.
 
     Each model output is ``{"phrases": list[str] (P), "scores": [P, K], "boxes": [P, K, 4]}``
-    (boxes xyxy in original image coordinates, K detections per phrase sorted by score). Images
+    (boxes xyxy in original image coordinates, K detections per phrase sorted by score; K may
+    differ between images, 0 included: the store takes the largest). A NaN score is "no
+    detection"; the box of any other score must be finite (ValueError naming the image, the
+    phrase and k: a diverged model gives NaN boxes). Images
     are identified by ``image_id`` and ordered as in the dataset, so the result does not depend on
     the order in which images arrive nor on the number of processes.
 
@@ -140,8 +143,9 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
             phrases = out["phrases"]
             scores, boxes = detection_arrays(out["scores"], out["boxes"])
             columns = self._columns_of(phrases)
+            check_detections(image_id, phrases, scores, boxes)
             if self._dets is None:
-                self._dets = PhraseDetections(self._gt, scores.shape[1])
+                self._dets = PhraseDetections(self._gt)  # widened by the images (K is no image's alone)
             self._dets.add_image(i, scores, boxes, None if columns.identity else columns)
             self._num_unknown_rows += columns.num_unknown
             if self._save_predictions:
@@ -158,15 +162,15 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         local = np.flatnonzero(self._dets.filled) if self._dets is not None else np.zeros(0, np.int64)
         k_local = self._dets.k if self._dets is not None else 0
         info = comm.all_gather((len(local), k_local))
-        ks = {k for n, k in info if n > 0}
-        if len(ks) > 1:
-            raise ValueError(f"processes produced different numbers of detections per phrase: {sorted(ks)}")
+        ks = [k for n, k in info if n > 0]
         if not ks:
             return
-        K = ks.pop()
+        K = max(ks)  # processes whose images had fewer detections per phrase are widened, not refused
         main = comm.is_main_process()
-        if main and self._dets is None:
-            self._dets = PhraseDetections(self._gt, K)
+        if main:
+            if self._dets is None:
+                self._dets = PhraseDetections(self._gt, K)
+            self._dets.widen(K)
         chunk = max(1, _GATHER_BYTES // max(1, self._gt.num_phrases * K * 4))
         rounds = max(-(-n // chunk) for n, _ in info)
         for r in range(rounds):

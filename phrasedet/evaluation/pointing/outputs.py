@@ -9,7 +9,8 @@ Two output kinds are read (``inputs`` give only ``image_id``; the queries come f
   ``((x1 + x2) / 2, (y1 + y2) / 2)`` of the top-scoring of the K boxes of the row whose phrase
   equals the query's ``phrase`` (the first such row if the phrase is listed twice). Equal scores:
   the smaller k. NaN scores are "no detection"; a row without any gives the point (NaN, NaN), a
-  miss under every rule. A query phrase that is not in ``phrases`` is an error naming the image
+  miss under every rule. The box of a score that is not NaN must be finite, and a point may be
+  NaN (no answer) but not infinite: ValueError naming the image, the key and the row. A query phrase that is not in ``phrases`` is an error naming the image
   and the phrase.
 
 Points are returned as float64.
@@ -19,7 +20,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..phrase_detection.detections import detection_arrays
+from ..output_checks import check_output_rows
+from ..phrase_detection.detections import check_detections, detection_arrays
 
 __all__ = ["OutputPoints", "box_centres", "detection_points"]
 
@@ -67,11 +69,12 @@ class OutputPoints:
             self._phrases, self._index = phrases, index
         return self._index
 
-    def _points(self, image_id: str, points, num_queries: int) -> np.ndarray:
+    def _points(self, image_id: str, points, query_phrases: Sequence[str]) -> np.ndarray:
         p = _float64(points)
-        if p.shape != (num_queries, 2):
-            raise ValueError(f"image_id {image_id!r}: 'points' must have shape [{num_queries}, 2] (one (x, y) per "
-                             f"query of the image, in record order), got {tuple(p.shape)}")
+        if p.shape != (len(query_phrases), 2):
+            raise ValueError(f"image_id {image_id!r}: 'points' must have shape [{len(query_phrases)}, 2] (one (x, y) "
+                             f"per query of the image, in record order), got {tuple(p.shape)}")
+        check_output_rows(image_id, "points", np.isinf(p), p, query_phrases, "finite numbers or NaN (no answer)")
         return p
 
     def _detections(self, image_id: str, output: dict, query_phrases: Sequence[str]) -> np.ndarray:
@@ -85,11 +88,13 @@ class OutputPoints:
                 raise ValueError(f"image_id {image_id!r}: query phrase {phrase!r} is not among the "
                                  f"{len(output['phrases'])} phrases of the model output")
             rows.append(index[phrase])
-        return detection_points(np.asarray(rows, dtype=np.int64), output["scores"], output["boxes"])
+        scores, boxes = detection_arrays(output["scores"], output["boxes"], np.float64)
+        check_detections(image_id, output["phrases"], scores, boxes)
+        return detection_points(np.asarray(rows, dtype=np.int64), scores, boxes)
 
     def __call__(self, image_id: str, output: dict, query_phrases: Sequence[str]) -> np.ndarray:
         if "points" in output:
-            return self._points(image_id, output["points"], len(query_phrases))
+            return self._points(image_id, output["points"], query_phrases)
         if "phrases" in output:
             return self._detections(image_id, output, query_phrases)
         raise ValueError(f"image_id {image_id!r}: the model output has neither 'points' (DSVE-loc) nor 'phrases', "

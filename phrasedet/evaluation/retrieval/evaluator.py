@@ -14,6 +14,7 @@ from .protocols import check_folds, evaluate_retrieval
 from .report import format_retrieval_table
 from .scorers import DotProductScorer, paired_scores
 from ..distributed import DistributedEvaluatorMixin
+from ..output_checks import check_output_rows
 
 __all__ = ["RetrievalEvaluator"]
 
@@ -32,6 +33,7 @@ class RetrievalEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
 
     Each model output is ``{"image_embedding": [D], "caption_embeddings": [n_i, D]}`` for one input
     image (``image_id`` in the input), where row k embeds ``record["captions"][k]`` (n_i may be 0).
+    Embeddings must be finite (ValueError naming the image, the key and the row).
     Images are ordered as in the dataset, so the result does not depend on the order in which they
     arrive nor on the number of processes. Metric definitions: docs/EVALUATION.md.
 
@@ -94,6 +96,8 @@ class RetrievalEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
             if captions.shape[0] != expected:
                 raise ValueError(f"image_id {image_id!r}: {captions.shape[0]} caption embeddings, but its record in "
                                  f"{self._dataset_name!r} has {expected} captions")
+            check_output_rows(image_id, "image_embedding", ~np.isfinite(image[None]), image[None])
+            check_output_rows(image_id, "caption_embeddings", ~np.isfinite(captions), captions)
             self._seen.append((n, image, captions))
 
     # ------------------------------------------------------------------ gathering and assembly
