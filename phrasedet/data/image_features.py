@@ -50,8 +50,19 @@ def feature_dim(path: str) -> int:
 
 
 def read_feature_row(path: str, row: int) -> np.ndarray:
-    """Row ``row`` of a features file as float32 [F]."""
-    return np.array(_open(path)[row], dtype=np.float32)  # a copy: the memory map is read-only
+    """Row ``row`` of a features file as float32 [F].
+
+    Raises:
+        BadAnnotationError: naming the file and the row when a value is NaN or infinite (it would
+            reach the model; each row is checked when it is read, so a large file is never
+            scanned as a whole).
+    """
+    values = np.array(_open(path)[row], dtype=np.float32)  # a copy: the memory map is read-only
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise BadAnnotationError(f"{path}: row {row}: {int(bad.sum())} of {values.size} feature values are not finite "
+                                 f"(first at column {int(np.argmax(bad))}: {values[bad][0]})")
+    return values
 
 
 def _check_ids(ids_path: str, records: list) -> None:

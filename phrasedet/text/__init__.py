@@ -9,7 +9,7 @@ from .encoders import (
     PhraseEncoder,
     build_phrase_encoder,
 )
-from .normalize import UNK, caption_words, load_stopwords, normalize_phrase, normalize_tokens
+from .normalize import UNK, caption_words, nfc, load_stopwords, normalize_phrase, normalize_tokens
 from .tokenize import tokenize
 from .vocab import BUCKETS, DEFAULT_THRESHOLDS, PhraseVocabulary, bucket_of_count
 from .word_vocab import PAD, UNKNOWN, WordVocabulary
@@ -25,7 +25,7 @@ from .word_vectors import (
 
 __all__ = [
     # tokenize / normalize
-    "tokenize", "UNK", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase",
+    "tokenize", "UNK", "nfc", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase",
     # vocabulary
     "BUCKETS", "DEFAULT_THRESHOLDS", "bucket_of_count", "PhraseVocabulary", "PAD", "UNKNOWN", "WordVocabulary",
     # word vectors

@@ -1,6 +1,6 @@
 """Phrase normalization as in paper 003's released code (tools/build_vocab.py).
 
-lowercase -> typographic apostrophes to ASCII -> tokenize -> strip punctuation (every Unicode
+Unicode NFC -> lowercase -> typographic apostrophes to ASCII -> tokenize -> strip punctuation (every Unicode
 punctuation character, and the ASCII symbols of ``string.punctuation``) -> drop stop words unless
 that empties the phrase -> ``unk`` for an empty phrase. The normalized string is the phrase's
 category: it decides training counts, the zero/few/common buckets and which detections are
@@ -19,7 +19,7 @@ from phrasedet.fileio import read_text_lines
 
 from .tokenize import tokenize
 
-__all__ = ["UNK", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase"]
+__all__ = ["UNK", "nfc", "caption_words", "load_stopwords", "normalize_tokens", "normalize_phrase"]
 
 UNK = "unk"
 # ASCII punctuation marks that Unicode files under symbols (S*), and the acute accent
@@ -41,6 +41,15 @@ class _PunctuationTable(dict):
 
 _PUNCT_TABLE = _PunctuationTable()
 _DEFAULT_STOPWORDS = os.path.join(os.path.dirname(__file__), "stopwords.txt")
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode normalization form C (composed). The same word can be stored decomposed
+    (NFD "pin\u0303ata": ``n`` + a combining tilde, as macOS file systems and some editors write it)
+    or composed ("pi\u00f1ata"); they look the same but compare unequal, so a phrase of one form
+    would never match a test phrase of the other. Every phrase and caption goes through here:
+    :func:`normalize_phrase`, :func:`caption_words` and the readers' caption cleaning."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 @lru_cache(maxsize=8)
@@ -66,12 +75,12 @@ def normalize_tokens(tokens: Iterable[str], stopwords: Optional[frozenset] = Non
 
 def normalize_phrase(raw: str, stopwords: Optional[frozenset] = None) -> str:
     """Normalized category string of a raw phrase: ``"Two young, White males"`` -> ``"two young white males"``."""
-    return " ".join(normalize_tokens(tokenize(raw.lower().translate(_APOSTROPHES)), stopwords))
+    return " ".join(normalize_tokens(tokenize(nfc(raw).lower().translate(_APOSTROPHES)), stopwords))
 
 
 def caption_words(caption: str) -> list[str]:
     """Words of a whole caption for word vectors and sentence encoders: lowercased, tokenized and
     stripped of punctuation as :func:`normalize_phrase`, but stop words kept; ``[]`` when no word
     is left (never ``[UNK]``)."""
-    words = normalize_tokens(tokenize(caption.lower().translate(_APOSTROPHES)), frozenset())
+    words = normalize_tokens(tokenize(nfc(caption).lower().translate(_APOSTROPHES)), frozenset())
     return [] if words == [UNK] else words

@@ -27,6 +27,24 @@ _IMAGE_KINDS = {"id": "int", "height": "positive", "width": "positive"}
 _ANNOTATION_KINDS = {"image_id": "int", "id": "int", "caption": "str"}
 
 
+def _distinct_files(paths):
+    """The same file given twice (by path, link or the same real path) would double every caption."""
+    first = {}
+    for n, path in enumerate(paths):
+        real = os.path.realpath(path)
+        if first.setdefault(real, (n, path))[0] != n:
+            raise BadAnnotationError(f"{path}: COCO captions file given twice in {list(paths)} (entries "
+                                     f"{first[real][0]} and {n}): every caption would be doubled")
+
+
+def _first_place(seen, what, key, where):
+    """Record ``key`` (an image or annotation id) at ``where``; an error naming both places when
+    it was seen before (in this file or another of the list)."""
+    first = seen.setdefault(key, where)
+    if first != where:  # ``where`` names the file and the index: unique per record
+        raise BadAnnotationError(f"{where}: {what} id {key} already at {first}")
+
+
 def read_coco_captions(paths):
     """Official COCO caption files (``{"images": [...], "annotations": [...]}``).
 
@@ -37,18 +55,25 @@ def read_coco_captions(paths):
     Raises:
         BadAnnotationError: naming the file, the index (and id) in ``images`` or ``annotations``
             and the key, for a missing key, a value of the wrong type (ids: integers, sizes:
-            positive numbers) or an empty caption.
+            positive numbers) or an empty caption; a file given twice; an image id or annotation id
+            listed twice, in one file or across the files (naming both places): a doubled caption
+            would push a real one out of the ``max_captions`` kept.
     """
+    _distinct_files(paths)
     captions, sizes = {}, {}
+    image_at, annotation_at = {}, {}
     for path in paths:
         data = load_json_file(path, "COCO captions file")
         check_record(data, {"images": "list", "annotations": "list"}, path)
         for k, image in enumerate(data["images"]):
-            check_record(image, _IMAGE_KINDS, record_where(path, "images", k, image))
+            where = record_where(path, "images", k, image)
+            check_record(image, _IMAGE_KINDS, where)
+            _first_place(image_at, "image", image["id"], where)
             sizes[image["id"]] = (image["height"], image["width"])
         for k, ann in enumerate(data["annotations"]):
             where = record_where(path, "annotations", k, ann)
             check_record(ann, _ANNOTATION_KINDS, where)
+            _first_place(annotation_at, "annotation", ann["id"], where)
             caption = clean_caption(ann["caption"], f"{where}: key 'caption'")
             captions.setdefault(ann["image_id"], []).append((ann["id"], caption))
     for pairs in captions.values():

@@ -2,6 +2,7 @@
 readers and the record check they use come from :mod:`phrasedet.fileio` (re-exported here).
 """
 from phrasedet.fileio import check_record, load_json_file, read_text_lines, record_where
+from phrasedet.text import nfc
 
 from .common import BadAnnotationError
 
@@ -9,14 +10,15 @@ __all__ = ["read_text_lines", "load_json_file", "check_record", "record_where", 
 
 
 def clean_caption(text, where):
-    """``text`` with runs of whitespace collapsed to single spaces and the ends stripped.
+    """``text`` in Unicode NFC (:func:`phrasedet.text.nfc`), runs of whitespace collapsed to single
+    spaces and the ends stripped.
 
     Raises:
         BadAnnotationError: naming ``where`` when ``text`` is not a string or is empty.
     """
     if not isinstance(text, str):
         raise BadAnnotationError(f"{where}: caption is not a string: {text!r}")
-    caption = " ".join(text.split())
+    caption = " ".join(nfc(text).split())
     if not caption:
         raise BadAnnotationError(f"{where}: empty caption")
     return caption

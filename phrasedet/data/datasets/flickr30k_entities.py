@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from detectron2.structures import BoxMode
 
-from phrasedet.text import normalize_phrase
+from phrasedet.text import nfc, normalize_phrase
 
 from .common import BadAnnotationError, check_box, read_id_list, require_image_files, union_box
 from .files import read_text_lines
@@ -48,12 +48,13 @@ def parse_sentence_line(line: str, where: str = "<string>"):
 
     Returns:
         (caption, phrases): the caption with markup stripped (words joined by single spaces)
-        and its list of :class:`SentencePhrase`.
+        and its list of :class:`SentencePhrase`, both in Unicode NFC.
 
     Raises:
         BadAnnotationError: naming ``where`` (e.g. ``"Sentences/1.txt:3"``) for an unclosed or
             nested bracket, a malformed tag, or an empty phrase.
     """
+    line = nfc(line)  # columns in errors are those of the composed line
     words, phrases = [], []
     pos = 0
     while True:

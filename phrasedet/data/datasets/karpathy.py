@@ -80,6 +80,21 @@ def _image(image, k, path, coco):
     )
 
 
+def _check_unique(images, path, coco):
+    """An image listed twice (the same ``filepath``/``filename``, or for COCO the same ``cocoid``)
+    would be loaded twice: an error naming both indices, whatever the split (train included)."""
+    first = {}
+    for image in images:
+        keys = [("filename", image.filename, (image.filepath, image.filename))]
+        if coco:
+            keys.append(("cocoid", image.cocoid, ("cocoid", image.cocoid)))
+        for name, value, key in keys:
+            j = first.setdefault(key, image.index)
+            if j != image.index:
+                raise BadAnnotationError(f"{path}: images[{image.index}]: {name} {value!r} (split {image.split}) "
+                                         f"already listed at images[{j}]: an image may be listed once")
+
+
 def read_karpathy_split(path, coco=False):
     """All images of a Karpathy split file, in file order, as :class:`KarpathyImage`.
 
@@ -90,10 +105,12 @@ def read_karpathy_split(path, coco=False):
         BadAnnotationError: naming the file, the image index in ``images`` and the key, for a
             missing key, a value of the wrong type (``filename``, ``filepath``, ``raw``: strings;
             ``cocoid``: an integer; ``sentid``: an integer or a string; ``sentences``: a list), an
-            unknown ``split`` value or an empty caption.
+            unknown ``split`` value or an empty caption; an image listed twice (both indices).
     """
     data = check_record(load_json_file(path, "Karpathy split file"), {"images": "list"}, path)
-    return [_image(image, k, path, coco) for k, image in enumerate(data["images"])]
+    images = [_image(image, k, path, coco) for k, image in enumerate(data["images"])]
+    _check_unique(images, path, coco)
+    return images
 
 
 def select_karpathy_split(images, split, path, restval_to_train=False):

@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from detectron2.structures import BoxMode
 
 from phrasedet.fileio import load_pickle_file
-from phrasedet.text import normalize_phrase
+from phrasedet.text import nfc, normalize_phrase
 
 from .common import BadAnnotationError, check_box, read_id_list, require_image_files
 from .files import check_record, load_json_file, record_where
@@ -114,7 +114,7 @@ def _select_refs(refs, split, image_list):
 
 
 def _annotation(ref, sent_idx, sent, ann, img, where, box_policy, counts):
-    raw = (sent.get("raw") or sent.get("sent") or "").strip()
+    raw = nfc((sent.get("raw") or sent.get("sent") or "").strip())
     if not raw:
         counts["empty_sentences"] += 1
         return None

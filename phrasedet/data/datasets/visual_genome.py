@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import urlsplit
 
-from phrasedet.text import normalize_phrase
+from phrasedet.text import nfc, normalize_phrase
 
 from .common import BadAnnotationError, check_box, require_image_files
 from .files import check_record, load_json_file, record_where
@@ -134,14 +134,15 @@ def _karpathy_splits(path, exclude_splits):
 
 
 def _region_fields(region, where, image):
-    """(region_id, phrase with whitespace runs collapsed, [x, y, width, height]), every key checked."""
+    """(region_id, phrase in Unicode NFC with whitespace runs collapsed, [x, y, width, height]), every
+    key checked."""
     check_record(region, _REGION_KINDS, where)
     if region["image_id"] != image.image_id:
         raise BadAnnotationError(
             f"{where}: key 'image_id' is {region['image_id']!r} but the entry's 'id' is {image.image_id}"
         )
     xywh = [region[key] for key in ("x", "y", "width", "height")]
-    return region["region_id"], " ".join(region["phrase"].split()), xywh
+    return region["region_id"], " ".join(nfc(region["phrase"]).split()), xywh
 
 
 def _phrase_skip(text, min_phrase_chars):

@@ -13,6 +13,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+from phrasedet.text import nfc
 from ..output_checks import check_output_rows
 from .ground_truth import PhraseGroundTruth
 
@@ -45,7 +46,8 @@ class PhraseColumns:
     Parameters
     ----------
     phrases : sequence of str
-        The phrases that were scored, in output-row order.
+        The phrases that were scored, in output-row order (compared in Unicode NFC, the form of
+        every test phrase: a decomposed "piñata" is the test phrase "piñata").
     phrase_index : dict str -> int
         Vocabulary index of each phrase (:attr:`PhraseGroundTruth.phrase_index`).
 
@@ -67,7 +69,7 @@ class PhraseColumns:
 
     def __init__(self, phrases: Sequence[str], phrase_index: Dict[str, int]):
         V = len(phrase_index)
-        index = np.fromiter((phrase_index.get(p, -1) for p in phrases), dtype=np.int64, count=len(phrases))
+        index = np.fromiter((phrase_index.get(nfc(p), -1) for p in phrases), dtype=np.int64, count=len(phrases))
         known = index >= 0
         self.rows = np.flatnonzero(known)
         self.targets = index[known]

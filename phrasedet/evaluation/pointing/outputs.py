@@ -20,6 +20,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from phrasedet.text import nfc
+
 from ..output_checks import check_output_rows
 from ..phrase_detection.detections import check_detections, detection_arrays
 
@@ -65,7 +67,7 @@ class OutputPoints:
         if phrases is not self._phrases and not (self._phrases is not None and phrases == self._phrases):
             index = {}
             for r, p in enumerate(phrases):
-                index.setdefault(p, r)
+                index.setdefault(nfc(p), r)  # query phrases are NFC (phrasedet.text.nfc)
             self._phrases, self._index = phrases, index
         return self._index
 
