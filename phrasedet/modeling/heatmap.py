@@ -16,8 +16,9 @@ The predicted point is the heatmap's maximum, mapped to image pixels in one of t
 * ``"upsampled"``: the argmax pixel (px, py) of the map bilinearly resized to H x W, at its
   centre (px + 0.5, py + 0.5).
 
-Ties go to the first maximum in row-major order. Points are continuous pixel coordinates of the
-original image (W x H), the frame of its boxes.
+Ties go to the first maximum in column-major order: the smallest column x, then the smallest row
+y, as the released code's ``np.unravel_index(heat.T.argmax(), heat.T.shape)`` (docs/DECISIONS.md).
+Points are continuous pixel coordinates of the original image (W x H), the frame of its boxes.
 """
 import torch
 import torch.nn.functional as F
@@ -58,7 +59,8 @@ def heatmap_points(heatmaps: torch.Tensor, image_size, mode: str = "corner") -> 
         heatmaps = F.interpolate(heatmaps[:, None], size=(int(image_size[0]), int(image_size[1])), mode="bilinear",
                                  align_corners=False)[:, 0]
     q, h, w = heatmaps.shape
-    flat = heatmaps.reshape(q, h * w).argmax(dim=1)
-    rows, cols = (flat // w).to(torch.float64), (flat % w).to(torch.float64)
+    # over the transposed map [w, h], so the first maximum is column-major (the released heat.T.argmax())
+    flat = heatmaps.transpose(1, 2).reshape(q, w * h).argmax(dim=1)
+    cols, rows = (flat // h).to(torch.float64), (flat % h).to(torch.float64)
     offset = 0.0 if mode == "corner" else 0.5
     return torch.stack([(cols + offset) * width / w, (rows + offset) * height / h], dim=1)

@@ -1,6 +1,6 @@
 """Pointing-game boundaries (issue 14): each edge of the box from outside, on it and inside under
 every rule, the tolerance rule exactly at T on a 3-4-5 triangle off each corner, the centre of
-odd-sized images, heatmap argmax ties (row-major) and the scaling of cells to original-image pixels,
+odd-sized images, heatmap argmax ties (column-major, as the released code) and the scaling of cells to original-image pixels,
 through the chunked ``points_of_heatmaps``. Definitions: docs/EVALUATION.md, "Pointing game"."""
 import numpy as np
 import pytest
@@ -114,20 +114,21 @@ def test_the_centre_of_an_odd_sized_image_on_and_off_a_box_edge():
 
 # ----------------------------------------------------------------------------- heatmap points
 def _two_way_tie():
-    """A 2 x 3 map whose maximum 1.0 is at (row 0, col 2) and at (row 1, col 0): row-major order
-    meets (0, 2) first (flat index 2 < 3); column-major order or the last maximum give (1, 0)."""
+    """A 2 x 3 map whose maximum 1.0 is at (row 0, col 2) and at (row 1, col 0): column-major order
+    (the released DSVE-loc ``heat.T.argmax()``: smallest column first) meets (1, 0) first (index 1
+    of the transposed map, against 4); row-major order would give (0, 2)."""
     heat = np.zeros((1, 2, 3), np.float32)
     heat[0, 0, 2] = heat[0, 1, 0] = 1.0
     return heat
 
 
 @pytest.mark.parametrize("mode, expected", [
-    # image 20 x 30 (H x W), cells of 10 x 10 px: corner of (0, 2) = (2 x 30 / 3, 0 x 20 / 2) = (20, 0);
-    # its centre (2.5 x 10, 0.5 x 10) = (25, 5); (1, 0) would give (0, 10) and (5, 15)
-    ("corner", [20.0, 0.0]),
-    ("centre", [25.0, 5.0]),
+    # image 20 x 30 (H x W), cells of 10 x 10 px: corner of (row 1, col 0) = (0 x 30 / 3, 1 x 20 / 2)
+    # = (0, 10); its centre (0.5 x 10, 1.5 x 10) = (5, 15); row-major (0, 2) would give (20, 0) and (25, 5)
+    ("corner", [0.0, 10.0]),
+    ("centre", [5.0, 15.0]),
 ])
-def test_a_heatmap_tie_goes_to_the_first_maximum_in_row_major_order(mode, expected):
+def test_a_heatmap_tie_goes_to_the_first_maximum_in_column_major_order_as_the_released_code(mode, expected):
     assert points_of_heatmaps(_two_way_tie(), [[20, 30]], mode).tolist() == [expected]
     assert points_of_heatmaps(torch.from_numpy(_two_way_tie()), [[20, 30]], mode).tolist() == [expected]
 

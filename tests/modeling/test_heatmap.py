@@ -1,4 +1,5 @@
 """Paper 004's heatmaps (Eq. 8-9) and their points, against hand computations."""
+import numpy as np
 import pytest
 import torch
 
@@ -56,9 +57,14 @@ def test_heatmap_points_by_mode(mode, expected):
     assert heatmap_points(_peak_map(), (100, 200), mode)[0].tolist() == pytest.approx(expected)
 
 
-def test_ties_go_to_the_first_maximum_in_row_major_order():
+def test_ties_go_to_the_first_maximum_in_column_major_order():
     heat = torch.ones(1, 3, 3)
     assert heatmap_points(heat, (30, 30), "corner")[0].tolist() == [0.0, 0.0]
+    heat = torch.zeros(1, 3, 4)  # maxima at (row 0, col 3) and (row 2, col 1): the smaller column wins
+    heat[0, 0, 3] = heat[0, 2, 1] = 2.0
+    assert heatmap_points(heat, (30, 40), "corner")[0].tolist() == [10.0, 20.0]  # x = 1 * 40 / 4, y = 2 * 30 / 3
+    # as the released pointing game: np.unravel_index(heat.T.argmax(), heat.T.shape) = (x, y) = (1, 2)
+    assert np.unravel_index(heat[0].numpy().T.argmax(), heat[0].numpy().T.shape) == (1, 2)
 
 
 @pytest.mark.parametrize("call, message", [
