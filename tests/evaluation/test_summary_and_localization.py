@@ -143,16 +143,17 @@ def test_phrase_columns_map_known_phrases_and_count_the_unknown():
     assert not PhraseColumns(["b", "a"], {"a": 0, "b": 1}).identity
 
 
-def test_add_records_takes_detection_k_up_to_k_minus_1_and_names_more():
-    """K = 2: detection index 1 is the last one stored; index 2 would be a third detection."""
+def test_add_records_takes_detection_k_up_to_k_minus_1_and_widens_for_more():
+    """K = 2: detection index 1 is the last column; index 2, a third detection, widens the store to
+    K = 3 (issue 23: K is the largest of any image, not fixed by the first), keeping what it held."""
     gt, _ = build(["im0"], [("im0", "a", A)], {})
     dets = PhraseDetections(gt, 2)
     dets.add_records([0], [0], [1], [0.5], [A])
     assert np.isnan(dets.scores[0, 0, 0]) and dets.scores[0, 0, 1] == 0.5 and dets.pair_boxes[0, 1].tolist() == A
-    with pytest.raises(ValueError) as e:
-        dets.add_records([0], [0], [2], [0.5], [A])
-    assert str(e.value) == "got 3 detections per phrase, but this evaluation was set up for K=2 (every image must " \
-                           "have the same K)"
+    dets.add_records([0], [0], [2], [0.25], [B])
+    assert dets.k == 3 and dets.scores.shape == (1, 1, 3) and dets.pair_boxes.shape == (1, 3, 4)
+    assert np.isnan(dets.scores[0, 0, 0]) and dets.scores[0, 0, 1:].tolist() == [0.5, 0.25]
+    assert dets.pair_boxes[0, 1:].tolist() == [A, B] and np.isnan(dets.pair_boxes[0, 0]).all()
     dets.add_records([], [], [], [], np.zeros((0, 4)))  # nothing: no K to check
     dets.add_records([], [], [], [], [])  # plain empty lists too (the boxes' reshape to [0, 4] allows it)
     assert dets.scores[0, 0, 1] == 0.5
