@@ -9,7 +9,7 @@ demo:
 	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/train_net.py --config-file configs/cite_cca.yaml
 
 test:
-	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q tests
+	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q -n auto tests
 
 mutation:
 	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/mutation.py

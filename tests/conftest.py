@@ -4,6 +4,19 @@ import os
 import pytest
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs ``-n auto``: one worker per core), each worker and
+    the tools it runs in subprocesses use their share of the cores, not all of them each: two
+    workers with two threads apiece on two cores run slower than one."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers and "OMP_NUM_THREADS" not in os.environ:
+        import torch
+
+        threads = max(1, (os.cpu_count() or 1) // int(workers))
+        os.environ["OMP_NUM_THREADS"] = str(threads)  # inherited by every subprocess
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _hermetic_cache(tmp_path_factory):
     """Tests never read or write the user's ~/.cache/phrasedet: one fresh cache per session."""
