@@ -52,7 +52,7 @@ def _phrase_detection_overrides():
 
 def _retrieval_overrides(cfg):
     r = cfg.MODEL.RETRIEVAL
-    opts = ["INPUT.RETRIEVAL.RESIZE", "40", "INPUT.RETRIEVAL.CROP", "32", "TEST.RETRIEVAL.IMS_PER_BATCH", "4",
+    opts = ["INPUT.RETRIEVAL.RESIZE", "40", "INPUT.RETRIEVAL.CROP", "32", "TEST.RETRIEVAL.IMS_PER_BATCH", "8",
             "TEST.RETRIEVAL.SAVE_EMBEDDINGS", "True"]
     if r.FREEZE_BACKBONE_ITERS > 1:  # a frozen-CNN phase: 1 iteration, then the fine-tuning runs
         opts += ["MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", "1"]
@@ -61,7 +61,7 @@ def _retrieval_overrides(cfg):
                  "SOLVER.MAX_ITER", "1"]
     if cfg.MODEL.META_ARCHITECTURE == "DSVELoc":
         opts += ["INPUT.POINTING.SIZE", "64", "TEST.POINTING.IMS_PER_BATCH", "4", "TEST.POINTING.SAVE_PREDICTIONS", "True",
-                 "TEST.POINTING.NUM_VISUALIZE", "1"]
+                 "TEST.POINTING.NUM_VISUALIZE", "0"]  # pictures: tests/test_pointing_train_net.py
     return opts
 
 
@@ -125,6 +125,24 @@ def _params():
         yield pytest.param(config, marks=marks, id=config)
 
 
+@pytest.fixture
+def restored_loggers():
+    """train_net's logger set-up (Detectron2's ``setup_logger``: handlers added, ``propagate``
+    off) undone after the test, so that later tests of the session still capture log records."""
+    import logging
+
+    names = ("phrasedet", "detectron2", "d2", "fvcore")
+    saved = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).propagate, logging.getLogger(n).level) for n in names}
+    yield
+    for name, (handlers, propagate, level) in saved.items():
+        logger = logging.getLogger(name)
+        for handler in set(logger.handlers) - set(handlers):
+            handler.close()
+        logger.handlers[:], logger.propagate = handlers, propagate
+        logger.setLevel(level)
+
+
+@pytest.mark.usefixtures("restored_loggers")
 @pytest.mark.parametrize("config", list(_params()))
 def test_real_data_config_trains_and_the_standalone_evaluator_agrees(config, miniature_datasets, tmp_path):
     path = os.path.join(CONFIG_DIR, config)
@@ -144,6 +162,8 @@ def test_real_data_config_trains_and_the_standalone_evaluator_agrees(config, min
         standalone = _numbers(_standalone(cfg, out, dataset, task))
         assert any(k.startswith(task) for k in results[dataset]) and in_loop.keys() <= standalone.keys(), dataset
         assert {k: standalone[k] for k in in_loop} == pytest.approx(in_loop, abs=1e-6), dataset
+    for checkpoint in glob.glob(os.path.join(out, "**", "*.pth"), recursive=True):
+        os.remove(checkpoint)  # up to 1.5 GB each (R152, a 2,400-d SRU and Adam's state), kept by pytest's tmp dirs
 
 
 def _iterations_trained(out):
