@@ -160,7 +160,7 @@ def test_real_data_config_trains_and_the_standalone_evaluator_agrees(config, min
         task = MetadataCatalog.get(dataset).evaluator_type
         in_loop = _numbers(results[dataset])
         standalone = _numbers(_standalone(cfg, out, dataset, task))
-        assert any(k.startswith(task) for k in results[dataset]) and in_loop.keys() <= standalone.keys(), dataset
+        assert any(k.startswith(task) for k in results[dataset]) and in_loop and in_loop.keys() <= standalone.keys(), dataset
         assert {k: standalone[k] for k in in_loop} == pytest.approx(in_loop, abs=1e-6), dataset
     for checkpoint in glob.glob(os.path.join(out, "**", "*.pth"), recursive=True):
         os.remove(checkpoint)  # up to 1.5 GB each (R152, a 2,400-d SRU and Adam's state), kept by pytest's tmp dirs
