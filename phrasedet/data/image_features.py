@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from phrasedet.fileio import load_array_file, read_text_lines
+from phrasedet.paths import resolve_data_path
 
 from .datasets.common import BadAnnotationError
 
@@ -79,6 +80,9 @@ def _check_ids(ids_path: str, records: list) -> None:
 def attach_image_features(records: list, dataset_name: str, features_dir: str) -> list:
     """Records with ``feature_file`` / ``feature_row`` (copies; records that have them are kept).
 
+    ``features_dir`` (``MODEL.RETRIEVAL.IMAGE_FEATURES_DIR``) is resolved by
+    :func:`phrasedet.paths.resolve_data_path`: a relative path under ``$PHRASEDET_DATASETS`` first.
+
     Raises an error naming the file when the row count, or the ids file, does not match the split.
     """
     if all("feature_file" in r for r in records):
@@ -86,7 +90,7 @@ def attach_image_features(records: list, dataset_name: str, features_dir: str) -
     if not features_dir:
         raise ValueError(f"{dataset_name}: MODEL.RETRIEVAL.IMAGE_INPUT 'features' needs MODEL.RETRIEVAL.IMAGE_FEATURES_DIR "
                          "(or a dataset whose records carry their features)")
-    path = features_path(features_dir, dataset_name)
+    path = features_path(resolve_data_path(features_dir, "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR"), dataset_name)
     rows = _open(path).shape[0]
     if rows != len(records):
         raise BadAnnotationError(f"{path}: {rows} rows for the {len(records)} images of {dataset_name}")

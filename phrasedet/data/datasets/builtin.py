@@ -42,6 +42,8 @@ Pointing-game splits (``evaluator_type="pointing"``, records with ``queries``, d
 import functools
 import os
 
+from phrasedet.paths import datasets_root
+
 from .coco_captions import load_coco_karpathy
 from .common import cached_load
 from .flickr30k_captions import (
@@ -69,11 +71,6 @@ REFERIT_UNC_SPLITS = ("train", "val", "testA", "testB")
 VSEPP_SPLITS = {"f30k": ("train", "dev", "test"), "coco": ("train", "dev", "test", "testall")}
 # Karpathy splits the retrieval models train on (rVal): left out of visual_genome_pointing_unseen.
 RVAL_TRAIN_SPLITS = ("train", "restval")
-
-
-def datasets_root():
-    """``$PHRASEDET_DATASETS``, default ``./datasets`` (read at call time)."""
-    return os.path.expanduser(os.environ.get("PHRASEDET_DATASETS", "datasets"))
 
 
 def _in_root_or_shipped(root_file, shipped_file):
