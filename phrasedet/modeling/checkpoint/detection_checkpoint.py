@@ -106,11 +106,12 @@ class PhrasedetCheckpointer(DetectionCheckpointer):
     def _load_model(self, checkpoint):
         state, reinitialized = without_other_anchor_outputs(self._our_names(checkpoint), self.model.state_dict(), self._path)
         checkpoint["model"] = state
-        incompatible = super()._load_model(checkpoint)
+        incompatible = super()._load_model(checkpoint)  # drops the tensors of other shapes from ``state``
         missing = set(incompatible.missing_keys)
         tensors = counted_tensors(self.model)
-        self._report = LoadReport(self._path, model_parts(self.model), tensors, {k for k in tensors if k not in missing},
-                                  reinitialized)
+        # in the file, not just "not missing": FrozenBatchNorm fills in absent statistics without a word
+        loaded = {k for k in tensors if k in state and k not in missing}
+        self._report = LoadReport(self._path, model_parts(self.model), tensors, loaded, reinitialized)
         return incompatible
 
     def _log_incompatible_keys(self, incompatible) -> None:
