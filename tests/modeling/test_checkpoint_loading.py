@@ -278,3 +278,21 @@ def test_anchors_built_in_configs_unchanged_real_data_configs_as_their_checkpoin
                 "COCO-Detection/faster_rcnn_R_101_C4_3x.yaml").split("/detectron2/")[1], path
             checked["real"] += 1
     assert checked["builtin"] >= 10 and checked["real"] >= 3
+
+
+def test_staged_training_gives_weights_and_parts_to_its_first_stage_only(tmp_path):
+    from phrasedet.engine.recipe import detector_stage
+    from phrasedet.engine.retrieval_stages import retrieval_stages
+    from phrasedet.engine.stages import stage_config
+
+    required = ["MODEL.WEIGHTS", "x.pkl", "PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['backbone']"]
+    cfg = phrasedet_config("cite_cca.yaml", tmp_path, required)
+    first, later = detector_stage(cfg).cfg, stage_config(cfg, "stage3_classifier", evaluate=False)
+    assert (first.MODEL.WEIGHTS, first.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == ("x.pkl", ["backbone"])
+    assert (later.MODEL.WEIGHTS, later.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == ("", [])
+    parts = ["PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['image_encoder.backbone']"]
+    pixels = retrieval_stages(phrasedet_config("retrieval/instance_loss.yaml", tmp_path, parts))
+    assert [s.cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS for s in pixels] == [["image_encoder.backbone"], []]
+    features = retrieval_stages(phrasedet_config("retrieval/instance_loss.yaml", tmp_path, parts + [
+        "PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", str(tmp_path), "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", "b.pth"]))
+    assert [s.cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS for s in features] == [[], []]  # a features model has no CNN
