@@ -16,13 +16,9 @@ name is never renamed); :func:`align_by_suffix` is Detectron2's suffix matching 
 files, run against the model's Detectron2 names so that e.g. an ImageNet ``res5.0.conv1.weight``
 reaches our res5 region head.
 """
-import logging
-
 from detectron2.checkpoint.c2_model_loading import align_and_update_state_dicts
 
 __all__ = ["align_by_suffix", "name_aliases", "rename_to_model"]
-
-logger = logging.getLogger(__name__)
 
 
 def name_aliases(model) -> list:
