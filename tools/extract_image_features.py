@@ -15,7 +15,6 @@ the config's random initialization (``SEED``).
 import argparse
 import os
 
-from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.config import get_cfg
 from detectron2.modeling import build_model
 from detectron2.utils.env import seed_all_rng
@@ -24,6 +23,7 @@ from detectron2.utils.logger import setup_logger
 import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
 from phrasedet.engine.feature_extraction import extract_image_features
+from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 
 
 def main(argv=None):
@@ -42,7 +42,7 @@ def main(argv=None):
     if cfg.SEED >= 0:
         seed_all_rng(cfg.SEED)
     model = build_model(cfg)
-    checkpointer = DetectionCheckpointer(model, save_dir=args.output_dir)
+    checkpointer = PhrasedetCheckpointer.from_config(cfg, model, args.output_dir)
     if cfg.MODEL.WEIGHTS:
         checkpointer.load(cfg.MODEL.WEIGHTS)
     names = args.datasets or list(dict.fromkeys(list(cfg.DATASETS.TRAIN) + list(cfg.DATASETS.TEST)))

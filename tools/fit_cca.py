@@ -11,7 +11,6 @@ import os
 import time
 
 import numpy as np
-from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.config import get_cfg
 from detectron2.modeling import build_model
 from detectron2.utils.logger import setup_logger
@@ -19,6 +18,7 @@ from detectron2.utils.logger import setup_logger
 import phrasedet  # noqa: F401
 from phrasedet.config import add_phrasedet_config
 from phrasedet.modeling.cca_fitting import fit_cca_from_detector, save_cca_layers
+from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 
 
 def main():
@@ -33,7 +33,7 @@ def main():
     cfg.freeze()
     setup_logger(name="phrasedet")
     model = build_model(cfg)
-    DetectionCheckpointer(model).load(cfg.MODEL.WEIGHTS)
+    PhrasedetCheckpointer.from_config(cfg, model).load(cfg.MODEL.WEIGHTS)
     start = time.perf_counter()
     layers = fit_cca_from_detector(cfg, model)
     path = os.path.join(cfg.OUTPUT_DIR, "cca.npz")

@@ -19,7 +19,6 @@ import logging
 import os
 
 import torch
-from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.config import get_cfg
 from detectron2.engine import default_argument_parser, default_setup, launch
 from detectron2.utils import comm
@@ -30,6 +29,7 @@ from phrasedet.config import add_phrasedet_config
 from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE
 from phrasedet.engine import (PhrasedetTrainer, build_recipe_model, dataset_task, finish_distributed, run_recipe,
                               run_retrieval_stages)
+from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 from phrasedet.utils import save_pointing_visualizations, save_test_visualizations
 
 
@@ -75,7 +75,7 @@ def run(args):
     recipe = cfg.PHRASEDET.RECIPE.ENABLED
     if args.eval_only:
         model = build_recipe_model(cfg) if recipe else PhrasedetTrainer.build_model(cfg)
-        DetectionCheckpointer(model, save_dir=cfg.OUTPUT_DIR).resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
+        PhrasedetCheckpointer.from_config(cfg, model, cfg.OUTPUT_DIR).resume_or_load(cfg.MODEL.WEIGHTS, resume=args.resume)
         results = PhrasedetTrainer.test(cfg, model)
         visualize(cfg, model)
         write_results(cfg, results, cfg.MODEL.WEIGHTS)

@@ -81,11 +81,11 @@ def setup_cfg(args):
 def load_image_and_model(parser, args):
     """(cfg, the image of ``args.image`` in ``INPUT.FORMAT``, the model with ``args.weights`` or
     ``MODEL.WEIGHTS`` loaded, in eval mode); an unreadable image is a parser error naming it."""
-    from detectron2.checkpoint import DetectionCheckpointer
     from detectron2.data import detection_utils as utils
     from detectron2.modeling import build_model
 
     import phrasedet  # noqa: F401  (registers the meta-architectures and the datasets)
+    from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 
     cfg = setup_cfg(args)
     try:
@@ -94,7 +94,7 @@ def load_image_and_model(parser, args):
         parser.error(f"cannot read image {args.image}: {e}")
     model = build_model(cfg)
     if cfg.MODEL.WEIGHTS:
-        DetectionCheckpointer(model).load(cfg.MODEL.WEIGHTS)
+        PhrasedetCheckpointer.from_config(cfg, model).load(cfg.MODEL.WEIGHTS)
     else:
         print("warning: no weights given (--weights or MODEL.WEIGHTS): the model is randomly initialized", file=sys.stderr)
     return cfg, image, model.eval()

@@ -2,13 +2,13 @@
 
 One function per concern, as DensePose's config does; ``add_phrasedet_config`` calls them all.
 """
-from .common import add_solver_config
+from .common import add_solver_config, add_weights_config
 from .phrase_detection import add_phrase_detection_config
 from .pointing import add_pointing_config
 from .retrieval import add_retrieval_config
 from .text import add_text_config
 
-__all__ = ["add_phrasedet_config", "add_text_config", "add_solver_config", "add_phrase_detection_config",
+__all__ = ["add_phrasedet_config", "add_text_config", "add_solver_config", "add_weights_config", "add_phrase_detection_config",
            "add_retrieval_config", "add_pointing_config"]
 
 
@@ -16,6 +16,7 @@ def add_phrasedet_config(cfg):
     """Add phrasedet's keys to a Detectron2 config (call before ``merge_from_file``)."""
     add_text_config(cfg)
     add_solver_config(cfg)
+    add_weights_config(cfg)
     add_phrase_detection_config(cfg)
     add_retrieval_config(cfg)
     add_pointing_config(cfg)

@@ -5,7 +5,7 @@ import logging
 from torch import nn
 
 from phrasedet.fileio import BadFileError
-from phrasedet.modeling.backbone_weights import load_checkpoint_state
+from phrasedet.modeling.checkpoint import load_checkpoint_state
 
 __all__ = ["freeze_all_but", "load_weights"]
 

@@ -154,6 +154,7 @@ def detector_stage(cfg) -> Stage:
     c.MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK = 0
     c.MODEL.PHRASE_ROI_HEADS.NPA.ENABLED = False  # NPA trains the stage-3 classifier only
     c.MODEL.WEIGHTS = cfg.MODEL.WEIGHTS  # e.g. an ImageNet or COCO backbone
+    c.PHRASEDET.WEIGHTS.PRETRAINED_PARTS = cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS
     c.freeze()
     return Stage(STAGE_DIRS[0], c)  # SGD: Detectron2's SOLVER.WEIGHT_DECAY
 

@@ -51,6 +51,8 @@ def retrieval_stages(cfg):
     c1.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS = -1
     c1.MODEL.RETRIEVAL.LOSS.WEIGHT = s.STAGE1_LOSS_WEIGHT
     on_features = bool(s.STAGE1_IMAGE_FEATURES_DIR)
+    if not on_features:  # a features model has no CNN for MODEL.WEIGHTS to initialize
+        c1.PHRASEDET.WEIGHTS.PRETRAINED_PARTS = cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS
     if on_features:
         c1.MODEL.RETRIEVAL.IMAGE_INPUT = "features"
         c1.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR = s.STAGE1_IMAGE_FEATURES_DIR

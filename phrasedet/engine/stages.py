@@ -84,14 +84,15 @@ class Stage:
 
 
 def stage_config(cfg, folder: str, evaluate: bool, selection: Optional[Selection] = None, **solver):
-    """A frozen copy of ``cfg`` for a stage: ``OUTPUT_DIR/<folder>``, no ``MODEL.WEIGHTS`` (stages
-    load their inputs in ``prepare``), no test splits unless ``evaluate``, ``SOLVER.<key>`` set
+    """A frozen copy of ``cfg`` for a stage: ``OUTPUT_DIR/<folder>``, no ``MODEL.WEIGHTS`` and no
+    ``PHRASEDET.WEIGHTS.PRETRAINED_PARTS`` (stages load their inputs in ``prepare``), no test splits unless ``evaluate``, ``SOLVER.<key>`` set
     from ``solver``. With a ``selection``, the only split evaluated is its validation split, every
     ``selection.period`` iterations."""
     c = cfg.clone()
     c.defrost()
     c.OUTPUT_DIR = os.path.join(cfg.OUTPUT_DIR, folder)
     c.MODEL.WEIGHTS = ""
+    c.PHRASEDET.WEIGHTS.PRETRAINED_PARTS = []
     if not evaluate:
         c.DATASETS.TEST = ()
     if selection is not None:

@@ -15,7 +15,9 @@ Training splits are phrase-grounding (``PhraseRCNN``) or caption splits (``Image
 It also trains on several CPU processes with gloo, builds the optimizer of
 ``PHRASEDET.SOLVER`` and adds the retrieval hooks: unfreezing a backbone frozen until
 ``MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS``, and the warm-up of the ranking loss
-(``MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS``). ``PhraseTrainer`` is the same class under its first name.
+(``MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS``). Its checkpointer is
+:class:`~phrasedet.modeling.checkpoint.PhrasedetCheckpointer` (``MODEL.WEIGHTS`` loads completely
+into the parts it is meant for, or fails). ``PhraseTrainer`` is the same class under its first name.
 """
 import functools
 import logging
@@ -33,6 +35,7 @@ from phrasedet.data import (CaptionDatasetMapper, PhraseDatasetMapper, PointingD
 from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
 from phrasedet.data.train_stream import ResumableTrainStream, build_resumable_train_loader
 from phrasedet.evaluation import PhraseDetectionEvaluator, PointingGameEvaluator, RetrievalEvaluator, test_vocabulary
+from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 from phrasedet.modeling.losses import RankingLoss
 
 from .ddp import cpu_safe_ddp
@@ -220,6 +223,10 @@ class PhrasedetTrainer(DefaultTrainer):
         return super().test(cfg, model, evaluators)
 
     def build_hooks(self):
+        # DefaultTrainer.__init__ made a DetectionCheckpointer just before calling this: every hook
+        # (periodic checkpoints, best model) and resume_or_load use ours instead, with its checkpointables
+        old = self.checkpointer
+        self.checkpointer = PhrasedetCheckpointer.from_config(self.cfg, old.model, old.save_dir, **old.checkpointables)
         hooks = super().build_hooks()
         model = getattr(self.model, "module", self.model)
         start = self.cfg.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS

@@ -10,7 +10,7 @@ from torch import nn
 
 from phrasedet.engine.model_surgery import load_weights
 from phrasedet.fileio import BadFileError
-from phrasedet.modeling.backbone_weights import load_backbone_weights, load_checkpoint_state
+from phrasedet.modeling.checkpoint import load_backbone_weights, load_checkpoint_state
 from tests.fuzz import check_reader, damaged_bytes, fuzz_settings, write_file
 
 

@@ -34,7 +34,7 @@ from torch import nn
 
 from phrasedet.data.image_features import attach_image_features, feature_dim
 
-from ..backbone_weights import load_backbone_weights
+from ..checkpoint import load_backbone_weights
 from ..image_encoders import FeatureImageEncoder, PixelImageEncoder
 from ..losses import InfoNCELoss, InstanceLoss, LogisticPairLoss, RankingLoss
 from ..pooling import build_global_pooling

@@ -1,0 +1,298 @@
+"""Every documented ``MODEL.WEIGHTS`` / ``MODEL.RETRIEVAL.BACKBONE_WEIGHTS`` source loads into the
+parts it is meant for, or loading fails naming the part and the file.
+
+The files carry the real key names (tests/checkpoint_fixtures.py: Detectron2's model-zoo models
+built from its own configs, Detectron2-converted ImageNet ``.pkl`` files, raw torchvision
+ResNets), with random values; the models are built from the real-data configs."""
+import logging
+import re
+
+import pytest
+import torch
+from detectron2.engine.hooks import PeriodicCheckpointer
+from detectron2.modeling import build_model
+from detectron2.structures import Boxes, Instances
+from detectron2.utils.events import EventStorage
+
+from phrasedet.modeling.checkpoint import PhrasedetCheckpointer, PretrainedPartError, load_backbone_weights
+from tests.checkpoint_fixtures import (phrasedet_config, torchvision_resnet, write_imagenet_pkl, write_model_zoo_checkpoint,
+                                       write_torchvision_resnet)
+
+C4 = "qa_rcnn_R101_flickr.yaml"
+FPN = "qa_rcnn_R50_FPN_flickr.yaml"
+R50_FPN_ZOO = "COCO-Detection/faster_rcnn_R_50_FPN_3x.yaml"
+# the text side of the retrieval / pointing configs made small (the CNN is what is tested)
+DSVE_R152 = ("pointing/dsve_loc_R152_coco.yaml", ["MODEL.POINTING.HEATMAP_TOPK", 8, "MODEL.RETRIEVAL.ADAPTATION_DIM", 64,
+                                                  "MODEL.RETRIEVAL.RNN.NUM_LAYERS", 1, "MODEL.RETRIEVAL.EMBED_DIM", 64])
+INSTANCE_R50 = ("retrieval/instance_loss_R50_flickr.yaml",
+                ["MODEL.RETRIEVAL.EMBED_DIM", 64, "MODEL.RETRIEVAL.BRANCH.HIDDEN_DIM", 64, "MODEL.RETRIEVAL.TEXT_CNN.STAGE_WIDTHS",
+                 "[8, 8, 8, 8]", "MODEL.RETRIEVAL.TEXT_CNN.HEAD_HIDDEN_DIM", 64, "MODEL.RETRIEVAL.TEXT_CNN.WORD_DIM", 4])
+CAPTIONS = ["DATASETS.TRAIN", "('builtin_flickr30k_captions_train',)", "DATASETS.TEST", "()"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("weights")
+    out = {"dir": d}
+    out["c4"] = (str(d / "model_final_298dad.pkl"), write_model_zoo_checkpoint(d / "model_final_298dad.pkl"))
+    out["fpn"] = (str(d / "model_final_280758.pkl"), write_model_zoo_checkpoint(d / "model_final_280758.pkl", R50_FPN_ZOO))
+    out["r101_pkl"] = (str(d / "R-101.pkl"), write_imagenet_pkl(d / "R-101.pkl", 101))
+    out["r50_pkl"] = (str(d / "R-50.pkl"), write_imagenet_pkl(d / "R-50.pkl", 50))
+    out["r152_pth"] = (str(d / "resnet152-394f9c45.pth"), write_torchvision_resnet(d / "resnet152-394f9c45.pth", 152))
+    return out
+
+
+def _model(name, tmp_path, opts=()):
+    cfg = phrasedet_config(name, tmp_path, opts)
+    torch.manual_seed(1)
+    return cfg, build_model(cfg)
+
+
+def _load(cfg, model, path, caplog):
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.checkpoint"):
+        PhrasedetCheckpointer.from_config(cfg, model).load(path)
+    return [r.getMessage() for r in caplog.records if r.name.startswith("phrasedet.modeling.checkpoint")]
+
+
+def _assert_loaded(model, source: dict, ours: str, theirs: str) -> int:
+    """Every tensor of ``model`` under ``ours`` equals ``source``'s under ``theirs`` (same rest of name)."""
+    keys = [k for k in model.state_dict() if k.startswith(ours) and not k.endswith("num_batches_tracked")]
+    assert keys, ours
+    state = model.state_dict()
+    for k in keys:
+        torch.testing.assert_close(state[k], source[theirs + k[len(ours):]], rtol=0, atol=0, msg=k)
+    return len(keys)
+
+
+def test_model_zoo_r101_c4_loads_backbone_rpn_and_res5_head(files, tmp_path, caplog):
+    path, source = files["c4"]
+    cfg, model = _model(C4, tmp_path)
+    lines = _load(cfg, model, path, caplog)
+    n_backbone = _assert_loaded(model, source, "backbone.", "backbone.")
+    n_rpn = _assert_loaded(model, source, "proposal_generator.", "proposal_generator.")  # 15 anchors on both sides
+    n_res5 = _assert_loaded(model, source, "roi_heads.region_features.head.", "roi_heads.res5.")
+    assert (n_rpn, n_res5) == (6, 50)
+    assert f"backbone: loaded from {path} ({n_backbone} tensors)" in lines
+    assert f"proposal_generator: loaded from {path} (6 tensors)" in lines
+    assert f"roi_heads.region_features: loaded from {path} (50 tensors)" in lines
+    assert "roi_heads.classifier: newly initialized (3 tensors)" in lines
+    assert "roi_heads.box_regressor: newly initialized (8 tensors)" in lines  # num_batches_tracked not counted
+    assert f"{path}: 4 tensors not used by this model (e.g. roi_heads.box_predictor.bbox_pred.bias, " \
+           "roi_heads.box_predictor.bbox_pred.weight, roi_heads.box_predictor.cls_score.bias)" in lines
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("phrasedet")]
+
+
+def test_a_pretrained_part_missing_from_the_file_is_an_error_naming_part_and_file(files, tmp_path):
+    import pickle
+
+    path, source = files["c4"]
+    cut = str(tmp_path / "no_res5.pkl")
+    with open(cut, "wb") as f:
+        pickle.dump({"model": {k: v.numpy() for k, v in source.items() if not k.startswith("roi_heads.res5.")},
+                     "__author__": "Detectron2 Model Zoo"}, f)
+    cfg, model = _model(C4, tmp_path)
+    with pytest.raises(PretrainedPartError, match=re.escape(
+            f"{cut}: roi_heads.region_features is listed in PHRASEDET.WEIGHTS.PRETRAINED_PARTS but 50 of its 50 tensors are "
+            "not in this file (or have other shapes), e.g. roi_heads.region_features.head.0.shortcut.weight, ") + ".*" +
+            re.escape("remove 'roi_heads.region_features' from PHRASEDET.WEIGHTS.PRETRAINED_PARTS to train it from scratch")):
+        PhrasedetCheckpointer.from_config(cfg, model).load(cut)
+    # not required: the same file loads, the head newly initialized
+    cfg, model = _model(C4, tmp_path, ["PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['backbone', 'proposal_generator']"])
+    PhrasedetCheckpointer.from_config(cfg, model).load(cut)
+
+
+def test_empty_weights_with_pretrained_parts_is_an_error(tmp_path):
+    cfg, model = _model(C4, tmp_path, ["MODEL.WEIGHTS", ""])
+    with pytest.raises(ValueError, match=re.escape("MODEL.WEIGHTS is empty but PHRASEDET.WEIGHTS.PRETRAINED_PARTS is "
+                                                   "['backbone', 'proposal_generator', 'roi_heads.region_features']: set MODEL.WEIGHTS")):
+        PhrasedetCheckpointer.from_config(cfg, model).resume_or_load(cfg.MODEL.WEIGHTS, resume=False)
+    cfg, model = _model(C4, tmp_path, ["PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['roi_heads.res5']"])  # Detectron2's name, not ours
+    PhrasedetCheckpointer(model, str(tmp_path)).save("own")
+    with pytest.raises(ValueError, match=re.escape("PHRASEDET.WEIGHTS.PRETRAINED_PARTS names 'roi_heads.res5', which has no "
+                                                   "tensor in this model (its parts: backbone, proposal_generator, ")):
+        PhrasedetCheckpointer.from_config(cfg, model).load(str(tmp_path / "own.pth"))
+
+
+def test_other_anchors_reinitialize_the_rpn_outputs_with_one_warning(files, tmp_path, caplog):
+    path, source = files["c4"]
+    cfg, model = _model(C4, tmp_path, ["MODEL.ANCHOR_GENERATOR.SIZES", "[[64, 128, 256, 512]]"])  # paper 003's code: 12
+    before = {k: v.clone() for k, v in model.state_dict().items() if "objectness_logits" in k or "anchor_deltas" in k}
+    lines = _load(cfg, model, path, caplog)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("phrasedet")]
+    assert warnings == [f"{path}: its RPN output layers (proposal_generator.rpn_head.objectness_logits, "
+                        "proposal_generator.rpn_head.anchor_deltas) have 15 anchors per position, MODEL.ANCHOR_GENERATOR "
+                        "gives 12: they are re-initialized (the rest of the RPN is loaded)"]
+    _assert_loaded(model, source, "proposal_generator.rpn_head.conv.", "proposal_generator.rpn_head.conv.")
+    for k, v in before.items():
+        torch.testing.assert_close(model.state_dict()[k], v, rtol=0, atol=0)  # left as initialized
+    assert ("proposal_generator: partly loaded (2 of 6; new: rpn_head.objectness_logits.weight, "
+            "rpn_head.objectness_logits.bias, rpn_head.anchor_deltas.weight, ...)") in lines
+
+
+def test_model_zoo_fpn_loads_and_trains_a_step(files, tmp_path, caplog):
+    path, source = files["fpn"]
+    cfg, model = _model(FPN, tmp_path, ["INPUT.PHRASES.MAX_PER_IMAGE", 2])
+    lines = _load(cfg, model, path, caplog)
+    _assert_loaded(model, source, "backbone.", "backbone.")
+    _assert_loaded(model, source, "proposal_generator.", "proposal_generator.")
+    assert _assert_loaded(model, source, "roi_heads.region_features.head.", "roi_heads.box_head.") == 4
+    assert f"roi_heads.region_features: loaded from {path} (4 tensors)" in lines
+    # one training step on a tiny image: losses of the RPN and of the phrase heads, gradients in the FPN box head
+    instances = Instances((64, 96))
+    instances.gt_boxes = Boxes(torch.tensor([[4.0, 4.0, 40.0, 50.0], [50.0, 10.0, 90.0, 60.0]]))
+    instances.gt_phrase_ids = torch.tensor([0, 1])
+    instances.gt_classes = torch.zeros(2, dtype=torch.long)
+    batch = [{"image": torch.randint(0, 255, (3, 64, 96)).float(), "instances": instances, "phrases": ["a red circle", "a circle"]}]
+    model.train()
+    with EventStorage():
+        losses = model(batch)
+    assert {"loss_rpn_cls", "loss_rpn_loc", "loss_phrase_cls", "loss_phrase_box_reg"} <= set(losses)
+    total = sum(losses.values())
+    assert torch.isfinite(total)
+    total.backward()
+    assert model.roi_heads.region_features.head.fc1.weight.grad.abs().sum() > 0
+
+
+def test_imagenet_pkl_reaches_backbone_and_res5_head_of_a_c4_detector(files, tmp_path, caplog):
+    path, source = files["r101_pkl"]
+    cfg, model = _model(C4, tmp_path, ["PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['backbone', 'roi_heads.region_features']"])
+    lines = _load(cfg, model, path, caplog)
+    _assert_loaded(model, source, "backbone.", "")
+    _assert_loaded(model, source, "roi_heads.region_features.head.", "res5.")
+    assert "proposal_generator: newly initialized (6 tensors)" in lines
+    assert f"roi_heads.region_features: loaded from {path} (50 tensors)" in lines
+
+
+def test_imagenet_pkl_loads_the_cnn_of_a_retrieval_model(files, tmp_path, caplog, builtin_root):
+    path, source = files["r50_pkl"]
+    name, opts = INSTANCE_R50
+    cfg, model = _model(name, tmp_path, CAPTIONS + opts + ["MODEL.WEIGHTS", path])
+    lines = _load(cfg, model, path, caplog)
+    n = _assert_loaded(model, source, "image_encoder.backbone.", "")
+    assert f"image_encoder.backbone: loaded from {path} ({n} tensors)" in lines
+
+
+def _torchvision_features(tv, x):
+    x = tv.maxpool(tv.relu(tv.bn1(tv.conv1(x))))
+    return tv.layer4(tv.layer3(tv.layer2(tv.layer1(x))))
+
+
+def test_raw_torchvision_resnet_gives_torchvision_features(files, tmp_path, caplog, builtin_root):
+    path, _ = files["r152_pth"]
+    name, opts = DSVE_R152
+    cfg, model = _model(name, tmp_path, CAPTIONS + opts + ["MODEL.WEIGHTS", path])
+    lines = _load(cfg, model, path, caplog)
+    assert re.fullmatch(rf"image_encoder\.backbone: loaded from {re.escape(path)} \(\d+ tensors\)", lines[0])
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        expected = _torchvision_features(torchvision_resnet(152), x)
+        torch.testing.assert_close(model.image_encoder.backbone.eval()(x)["res5"], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_backbone_weights_accept_the_same_sources(files, tmp_path, builtin_root):
+    name, opts = DSVE_R152
+    cfg = phrasedet_config(name, tmp_path, CAPTIONS + opts + ["MODEL.WEIGHTS", ""])
+    backbone = build_model(cfg).image_encoder.backbone.eval()
+    load_backbone_weights(backbone, files["r152_pth"][0])
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(backbone(x)["res5"], _torchvision_features(torchvision_resnet(152), x), rtol=1e-4, atol=1e-4)
+    name, opts = INSTANCE_R50
+    backbone = build_model(phrasedet_config(name, tmp_path, CAPTIONS + opts + ["MODEL.WEIGHTS", ""])).image_encoder.backbone
+    path, source = files["fpn"]  # a model-zoo FPN detector's bottom-up ResNet-50
+    load_backbone_weights(backbone, path)
+    holder = torch.nn.Module()
+    holder.backbone = backbone
+    _assert_loaded(holder, source, "backbone.", "backbone.bottom_up.")
+    path, _ = files["c4"]  # a C4 detector has no res5 in its backbone
+    with pytest.raises(ValueError, match=re.escape(f"{path}: its backbone does not fit the configured one: missing ['res5.0.")):
+        load_backbone_weights(backbone, path)
+
+
+def test_own_checkpoint_round_trip_and_a_plain_detectron2_checkpoint(tmp_path, caplog, builtin_root):
+    from detectron2.checkpoint import DetectionCheckpointer
+
+    cfg = phrasedet_config("qa_rcnn.yaml", tmp_path)
+    torch.manual_seed(3)
+    saved = build_model(cfg)
+    DetectionCheckpointer(saved, str(tmp_path)).save("model_final")  # as every output/ folder was written
+    path = str(tmp_path / "model_final.pth")
+    torch.manual_seed(4)
+    model = build_model(cfg)
+    lines = _load(cfg, model, path, caplog)
+    for k, v in saved.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[k], v, rtol=0, atol=0)
+    parts = ["backbone", "proposal_generator", "roi_heads.region_features", "roi_heads.classifier", "roi_heads.box_regressor"]
+    assert [line.split(":")[0] for line in lines] == parts
+    assert all(f": loaded from {path} (" in line for line in lines)
+
+
+def test_the_trainer_checkpoints_with_phrasedet_checkpointer(tmp_path, builtin_root):
+    from phrasedet.engine import PhrasedetTrainer
+
+    cfg = phrasedet_config("qa_rcnn.yaml", tmp_path, ["OUTPUT_DIR", str(tmp_path / "out"), "DATALOADER.NUM_WORKERS", 0])
+    trainer = PhrasedetTrainer(cfg)
+    assert isinstance(trainer.checkpointer, PhrasedetCheckpointer)
+    periodic = [h for h in trainer._hooks if isinstance(h, PeriodicCheckpointer)]
+    assert len(periodic) == 1 and periodic[0].checkpointer is trainer.checkpointer
+    assert "trainer" in trainer.checkpointer.checkpointables
+
+
+def _chain(path):
+    """The config files ``path`` inherits from, itself first."""
+    import os
+
+    import yaml
+
+    chain = [os.path.basename(path)]
+    while True:
+        with open(path) as f:
+            base = (yaml.safe_load(f) or {}).get("_BASE_")
+        if base is None:
+            return chain
+        path = os.path.join(os.path.dirname(path), base)
+        chain.append(os.path.basename(path))
+
+
+def test_anchors_built_in_configs_unchanged_real_data_configs_as_their_checkpoint(tmp_path):
+    import glob
+    import os
+
+    from detectron2 import model_zoo
+
+    from tests.checkpoint_fixtures import CONFIG_DIR
+
+    zoo_c4 = model_zoo.get_config("COCO-Detection/faster_rcnn_R_101_C4_3x.yaml").MODEL.ANCHOR_GENERATOR
+    checked = {"builtin": 0, "real": 0}
+    for path in glob.glob(os.path.join(CONFIG_DIR, "*.yaml")):
+        cfg = phrasedet_config(os.path.basename(path), tmp_path)
+        a = cfg.MODEL.ANCHOR_GENERATOR
+        if "Base-Builtin.yaml" in _chain(path):  # the CPU configs and their published numbers
+            assert (a.SIZES, a.ASPECT_RATIOS, cfg.MODEL.WEIGHTS, cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == \
+                ([[16, 32, 64, 128]], [[0.5, 1.0, 2.0]], "", []), path
+            checked["builtin"] += 1
+        elif cfg.MODEL.BACKBONE.NAME == "build_resnet_backbone":  # C4: Detectron2's COCO R101-C4
+            assert (a.SIZES, a.ASPECT_RATIOS) == (zoo_c4.SIZES, zoo_c4.ASPECT_RATIOS), path
+            assert cfg.MODEL.WEIGHTS == "detectron2://" + model_zoo.get_checkpoint_url(
+                "COCO-Detection/faster_rcnn_R_101_C4_3x.yaml").split("/detectron2/")[1], path
+            checked["real"] += 1
+    assert checked["builtin"] >= 10 and checked["real"] >= 3
+
+
+def test_staged_training_gives_weights_and_parts_to_its_first_stage_only(tmp_path):
+    from phrasedet.engine.recipe import detector_stage
+    from phrasedet.engine.retrieval_stages import retrieval_stages
+    from phrasedet.engine.stages import stage_config
+
+    required = ["MODEL.WEIGHTS", "x.pkl", "PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['backbone']"]
+    cfg = phrasedet_config("cite_cca.yaml", tmp_path, required)
+    first, later = detector_stage(cfg).cfg, stage_config(cfg, "stage3_classifier", evaluate=False)
+    assert (first.MODEL.WEIGHTS, first.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == ("x.pkl", ["backbone"])
+    assert (later.MODEL.WEIGHTS, later.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == ("", [])
+    parts = ["PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['image_encoder.backbone']"]
+    pixels = retrieval_stages(phrasedet_config("retrieval/instance_loss.yaml", tmp_path, parts))
+    assert [s.cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS for s in pixels] == [["image_encoder.backbone"], []]
+    features = retrieval_stages(phrasedet_config("retrieval/instance_loss.yaml", tmp_path, parts + [
+        "PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", str(tmp_path), "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", "b.pth"]))
+    assert [s.cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS for s in features] == [[], []]  # a features model has no CNN
