@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Time and peak memory of the closed-form CCA fit (``phrasedet/modeling/cca.py``) at paper 003's
+"""Time and peak memory of the closed-form CCA fit (``phrasedet/modeling/cca/linear.py``) at paper 003's
 scale, and its speed against scikit-learn's iterative CCA.
 
     python tools/benchmark_cca.py [--pairs 420000] [--region-dim 2053] [--phrase-dim 6000]
@@ -42,9 +42,9 @@ eigh) slow down many times over when its threads outnumber the idle cores (an SV
 2,053 x 6,000 measured 9 s with 1 thread, 115 s with 2 threads next to a training job): there,
 ``--threads 1`` gives the steadier figure. The header says which threads ran and the load average at the end.
 
-Workers load ``cca.py`` by its path, not through ``import phrasedet``, which would pull in torch
+Workers load ``cca/linear.py`` by its path, not through ``import phrasedet``, which would pull in torch
 and Detectron2 (7 s and some hundred MB that ``tools/fit_cca.py`` pays anyway, but that are no
-part of the CCA); ``cca.py`` needs only numpy and scipy. Not a test.
+part of the CCA); ``cca/linear.py`` needs only numpy and scipy. Not a test.
 """
 import argparse
 import importlib.util
@@ -58,12 +58,12 @@ import time
 import numpy as np
 
 PLANTED = (0.9, 0.8, 0.7, 0.6, 0.5)
-CCA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "phrasedet", "modeling", "cca.py")
+CCA_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "phrasedet", "modeling", "cca", "linear.py")
 TARGET_SECONDS, TARGET_GB = 600, 6.0
 
 
 def load_cca():
-    """The ``phrasedet.modeling.cca`` module, loaded from its file alone (no torch)."""
+    """The ``phrasedet.modeling.cca.linear`` module, loaded from its file alone (no torch)."""
     spec = importlib.util.spec_from_file_location("_benchmarked_cca", CCA_PATH)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -17,7 +17,7 @@ from detectron2.utils.logger import setup_logger
 
 import phrasedet  # noqa: F401
 from phrasedet.config import add_phrasedet_config
-from phrasedet.modeling.cca_fitting import fit_cca_from_detector, save_cca_layers
+from phrasedet.modeling.cca import fit_cca_from_detector, save_cca_layers
 from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 
 

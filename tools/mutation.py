@@ -6,7 +6,7 @@
     python tools/mutation.py --list                # the scopes, their modules and their tests
     python tools/mutation.py --survivors           # also print every surviving mutant's diff
     python tools/mutation.py --scopes text --retest   # after adding tests: re-test the survivors
-    python tools/mutation.py --scopes cca --mutants 'phrasedet.modeling.cca.x_fit_cca*'   # some mutants only
+    python tools/mutation.py --scopes cca --mutants 'phrasedet.modeling.cca.linear.x_fit_cca*'   # some mutants only
 
 Each scope (``SCOPES``) pairs the modules it mutates with the test files that are meant to catch
 their bugs; mutmut (https://mutmut.readthedocs.io, version 3) mutates one expression at a time and
@@ -94,7 +94,7 @@ SCOPES = {
         tuple(f"tests/text/{name}" for name in sorted(os.listdir(os.path.join(ROOT, "tests", "text"))) if name.startswith("test_"))
         + ("tests/data/test_statistics.py",)),
     "cca": Scope(
-        _files("phrasedet/modeling", ["cca.py", "cca_layers.py", "cca_fitting.py", "deep_cca.py"]),
+        _files("phrasedet/modeling/cca", ["linear.py", "layers.py", "fitting.py", "deep.py"]),
         _files("tests/modeling", ["test_cca.py", "test_cca_layers.py", "test_cca_fitting.py", "test_deep_cca.py",
                                   "test_boundaries_cca_losses.py"])),
     "losses": Scope(
@@ -306,7 +306,7 @@ def run_scope(name, scope, root, jobs, fresh, retest=False, patterns=()):
     mutmut keeps a mutant's result until its function changes, so a survivor stays a survivor
     after a test that kills it is added; naming it on the command line makes mutmut re-test it
     (and a new test is first matched to the functions it calls). ``patterns`` (fnmatch, e.g.
-    ``phrasedet.modeling.cca.x_fit_cca*``) test only the matching mutants; the others keep their
+    ``phrasedet.modeling.cca.linear.x_fit_cca*``) test only the matching mutants; the others keep their
     earlier result, or stay "not checked"."""
     workdir = prepare_workdir(name, scope, root, fresh)
     start = time.perf_counter()
@@ -331,7 +331,7 @@ def main(argv=None):
                    help="re-test the mutants not killed in an earlier run (after adding tests)")
     p.add_argument("--mutants", nargs="+", default=(), metavar="PATTERN",
                    help="test only the mutants matching these fnmatch patterns (e.g. after changing one function: "
-                        "'phrasedet.modeling.cca.x_fit_cca*'); the others keep their earlier result")
+                        "'phrasedet.modeling.cca.linear.x_fit_cca*'); the others keep their earlier result")
     p.add_argument("--list", action="store_true", help="print the scopes and exit")
     args = p.parse_args(argv)
     if args.list:

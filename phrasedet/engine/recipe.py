@@ -42,8 +42,8 @@ from detectron2.data import DatasetCatalog
 from detectron2.utils import comm
 
 from phrasedet.modeling.classifiers import REGION_CLASSIFIER_REGISTRY
-from phrasedet.modeling.cca_fitting import fit_cca_from_detector, load_cca_layers, save_cca_layers, training_pairs
-from phrasedet.modeling.deep_cca_fitting import fit_deep_cca_from_pairs, load_deep_cca, save_deep_cca
+from phrasedet.modeling.cca import (fit_cca_from_detector, fit_deep_cca_from_pairs, load_cca_layers, load_deep_cca,
+                                    save_cca_layers, save_deep_cca, training_pairs)
 
 from .init_comparison import compare_initializations, format_comparison
 from .model_selection import Selection, read_selection

@@ -10,7 +10,7 @@ from typing import Sequence
 import torch.nn.functional as F
 from torch import nn
 
-from .cca_layers import CCAInitLinear
+from .cca import CCAInitLinear
 
 __all__ = ["TwoLayerBranch"]
 

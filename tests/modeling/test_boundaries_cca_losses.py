@@ -15,9 +15,9 @@ import torch
 from detectron2.structures import Boxes, ImageList, Instances
 
 from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca, fit_cca_paired
-from phrasedet.modeling.cca_fitting import collect_positive_pairs, fit_cca_from_detector, fit_stacked_cca
+from phrasedet.modeling.cca.fitting import collect_positive_pairs, fit_cca_from_detector, fit_stacked_cca
 from phrasedet.modeling.classifiers import CITEClassifier, EmbeddingNetClassifier, PhraseTargets
-from phrasedet.modeling.deep_cca import cca_correlation_loss
+from phrasedet.modeling.cca.deep import cca_correlation_loss
 from phrasedet.modeling.losses import RankingLoss, ranking_hinges, reduce_hinges
 from tests.modeling.test_retrieval_losses import _loss
 from tests.modeling.cca_reference import numpy_regularized_cca

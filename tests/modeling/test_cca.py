@@ -156,7 +156,7 @@ def test_projections_are_computed_in_float64_whatever_the_stored_dtype(side):
 
 
 def test_stacked_layers_second_fitted_on_relu_of_first():
-    from phrasedet.modeling.cca_fitting import fit_stacked_cca
+    from phrasedet.modeling.cca.fitting import fit_stacked_cca
 
     x, y = _synthetic(5000)
     batches = lambda: ((x[i:i + 1000], np.arange(i, min(i + 1000, len(x)))) for i in range(0, len(x), 1000))  # noqa: E731
@@ -170,7 +170,7 @@ def test_stacked_layers_second_fitted_on_relu_of_first():
 
 
 def test_replayable_runs_the_producer_once_when_it_fits():
-    from phrasedet.modeling.cca_fitting import replayable
+    from phrasedet.modeling.cca.fitting import replayable
 
     calls = []
 
@@ -198,7 +198,7 @@ def test_collect_positive_pairs_takes_the_best_proposal_per_phrase_instance(buil
 
     from phrasedet.config import add_phrasedet_config
     from phrasedet.data import PhraseDatasetMapper
-    from phrasedet.modeling.cca_fitting import collect_positive_pairs
+    from phrasedet.modeling.cca.fitting import collect_positive_pairs
 
     cfg = get_cfg()
     add_phrasedet_config(cfg)
@@ -251,7 +251,7 @@ def _aligned(a, b):
 
 
 def test_cholesky_whitening_gives_the_inverse_square_root_fit(monkeypatch):
-    from phrasedet.modeling import cca as cca_module
+    from phrasedet.modeling.cca import linear as cca_module
 
     x, y = _synthetic(5000)
     moments = _moments(x, y, np.arange(len(y)))
@@ -266,7 +266,7 @@ def test_cholesky_whitening_gives_the_inverse_square_root_fit(monkeypatch):
 
 
 def test_singular_covariance_without_ridge_falls_back_to_the_clamped_inverse_square_root():
-    from phrasedet.modeling import cca as cca_module
+    from phrasedet.modeling.cca import linear as cca_module
 
     x, y = _synthetic(2000)
     y = np.column_stack([y, np.zeros(len(y))])  # a dead phrase feature (a ReLU unit of layer 1): S22 is singular

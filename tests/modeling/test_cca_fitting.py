@@ -1,4 +1,4 @@
-"""phrasedet/modeling/cca_fitting.py: layer sizes, fitting from a detector, and the saved CCA-layer file."""
+"""phrasedet/modeling/cca/fitting.py: layer sizes, fitting from a detector, and the saved CCA-layer file."""
 import math
 from types import SimpleNamespace
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from phrasedet.fileio import BadFileError
-from phrasedet.modeling import cca_fitting
+from phrasedet.modeling.cca import fitting
 from phrasedet.modeling.cca import CCAProjection
-from phrasedet.modeling.cca_fitting import (cca_layer_dims, fit_cca_from_detector, fit_stacked_cca, load_cca_layers,
+from phrasedet.modeling.cca.fitting import (cca_layer_dims, fit_cca_from_detector, fit_stacked_cca, load_cca_layers,
                                             replayable, save_cca_layers)
 
 FIELDS = "mean_x, mean_y, A, B, correlations, scale"
@@ -206,7 +206,7 @@ def test_fit_from_detector_collects_the_training_pairs_of_every_training_set(mon
     for name, fake in (("training_vocabulary", rec.vocabulary), ("PhraseDatasetMapper", rec.mapper),
                        ("DatasetCatalog", SimpleNamespace(get=rec.dataset)),
                        ("build_detection_test_loader", rec.loader), ("collect_positive_pairs", rec.pairs)):
-        monkeypatch.setattr(cca_fitting, name, fake)
+        monkeypatch.setattr(fitting, name, fake)
     cca = SimpleNamespace(PAIR_IOU=0.7, MAX_PAIRS_PER_IMAGE=4, RIDGE=1.0, POWER=2.0, DIMS=[0])
     cfg = SimpleNamespace(PHRASEDET=SimpleNamespace(CCA=cca), DATASETS=SimpleNamespace(TRAIN=("a", "b")),
                           DATALOADER=SimpleNamespace(NUM_WORKERS=3))

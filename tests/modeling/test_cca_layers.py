@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca
-from phrasedet.modeling.cca_layers import CCAInitLinear
+from phrasedet.modeling.cca.layers import CCAInitLinear
 
 
 def _fitted(seed=0, n=200, dx=6, dy=5, vocab=20, k=4):

@@ -6,7 +6,7 @@ from detectron2.config import CfgNode as CN
 from detectron2.config import get_cfg
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.modeling.cca_fitting import fit_stacked_cca
+from phrasedet.modeling.cca.fitting import fit_stacked_cca
 from phrasedet.modeling.classifiers import (
     REGION_CLASSIFIER_REGISTRY,
     CCAClassifier,

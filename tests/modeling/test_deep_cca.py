@@ -14,8 +14,8 @@ from phrasedet.engine.recipe import CCALayers, _apply_cca, _check
 from phrasedet.fileio import BadFileError
 from phrasedet.modeling.cca import CCAProjection, fit_cca_paired
 from phrasedet.modeling.classifiers import DeepCCAClassifier, build_region_classifier
-from phrasedet.modeling.deep_cca import DeepCCAProjector, cca_correlation_loss, deep_cca_layer, paired_correlations, train_deep_cca
-from phrasedet.modeling.deep_cca_fitting import load_deep_cca, save_deep_cca
+from phrasedet.modeling.cca.deep import DeepCCAProjector, cca_correlation_loss, deep_cca_layer, paired_correlations, train_deep_cca
+from phrasedet.modeling.cca.deep_fitting import load_deep_cca, save_deep_cca
 from tests.modeling.cca_reference import numpy_regularized_cca
 
 
@@ -401,7 +401,7 @@ def test_bad_training_input_is_named(regions, phrases, batch_size, message):
 
 def test_a_loss_that_stops_being_finite_is_named(monkeypatch):
     """Stands in a loss that turns NaN at the second step: the error names the step and what to change."""
-    from phrasedet.modeling import deep_cca as module
+    from phrasedet.modeling.cca import deep as module
 
     steps = []
 
@@ -417,7 +417,7 @@ def test_a_loss_that_stops_being_finite_is_named(monkeypatch):
 
 @pytest.mark.parametrize("iters, logged", [(100, [1, 100]), (99, [1])])
 def test_progress_is_logged_at_the_first_step_and_every_100(caplog, iters, logged):
-    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.deep_cca"):
+    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.cca.deep"):
         train_deep_cca(_X4, _Y4, out_dim=1, batch_size=6, iters=iters, lr=0.01)
     steps = [int(r.getMessage().split()[3].split("/")[0]) for r in caplog.records if "Deep CCA step" in r.getMessage()]
     assert steps == logged

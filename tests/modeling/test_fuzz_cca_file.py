@@ -10,7 +10,7 @@ from hypothesis import given
 
 from phrasedet.fileio import BadFileError
 from phrasedet.modeling.cca import PhraseGroupedMoments, fit_cca
-from phrasedet.modeling.cca_fitting import load_cca_layers, save_cca_layers
+from phrasedet.modeling.cca.fitting import load_cca_layers, save_cca_layers
 from tests.fuzz import check_reader, damaged_bytes, fuzz_settings, write_file
 from tests.fuzz_npz import damaged_npz
 

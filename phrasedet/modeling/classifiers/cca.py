@@ -1,6 +1,6 @@
 """CCA region classifier (paper 003 Sec. 3.3.2): frozen normalized-CCA projections of regions and
 phrases, scored by the cosine similarity of the projected (scaled) features. No trained parameters,
-no loss: the projections are fitted in closed form (``phrasedet.modeling.cca.fit_cca``)."""
+no loss: the projections are fitted in closed form (``phrasedet.modeling.cca.linear.fit_cca``)."""
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -1,12 +1,12 @@
 """Deep CCA region classifier (paper 003 Sec. 3.3.3): regions and phrases go through Deep CCA's
-frozen FC layers (:func:`phrasedet.modeling.deep_cca.deep_cca_layer`), then through the linear CCA
+frozen FC layers (:func:`phrasedet.modeling.cca.deep.deep_cca_layer`), then through the linear CCA
 fitted on their outputs, scored by the cosine of the projected (scaled) features as
 :class:`CCAClassifier` (which this one holds for that part). No trained parameters, no loss: the
-layers are trained in stage 2 of the recipe (``phrasedet.modeling.deep_cca.train_deep_cca``)."""
+layers are trained in stage 2 of the recipe (``phrasedet.modeling.cca.deep.train_deep_cca``)."""
 import torch
 from torch import nn
 
-from ..deep_cca import DeepCCAProjector, deep_cca_layer
+from ..cca import DeepCCAProjector, deep_cca_layer
 from .build import REGION_CLASSIFIER_REGISTRY
 from .cca import CCAClassifier
 

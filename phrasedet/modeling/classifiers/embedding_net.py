@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..cca_layers import CCAInitLinear
+from ..cca import CCAInitLinear
 from ..losses import mean_topk
 from ..two_branch import TwoLayerBranch
 from .build import REGION_CLASSIFIER_REGISTRY, dot_scores

@@ -19,7 +19,7 @@ from torch.utils.data import SequentialSampler
 from phrasedet.data import PhraseDatasetMapper, training_vocabulary
 from phrasedet.fileio import BadFileError, load_array_file, npz_array
 
-from .cca import CCAProjection, PhraseGroupedMoments, fit_cca
+from .linear import CCAProjection, PhraseGroupedMoments, fit_cca
 
 __all__ = [
     "cca_layer_dims",

@@ -1,6 +1,7 @@
 """Deep CCA (paper 003 Sec. 3.3.3, after Andrew et al. 2013): a correlation loss trains one FC
-layer per view on frozen features, then linear CCA (:func:`phrasedet.modeling.cca.fit_cca_paired`)
-learns the final transform on the FC outputs of all pairs.
+layer per view on frozen features, then linear CCA
+(:func:`phrasedet.modeling.cca.linear.fit_cca_paired`) learns the final transform on the FC outputs
+of all pairs.
 
 The loss is minus the total canonical correlation of a minibatch: the sum of the (top-k) singular
 values of T = S11^-1/2 S12 S22^-1/2, with centered covariances / (N - 1) and ``ridge`` I on S11 and
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .cca import CCAProjection, fit_cca_paired
+from .linear import CCAProjection, fit_cca_paired
 
 __all__ = ["DeepCCAProjector", "cca_correlation_loss", "deep_cca_layer", "paired_correlations", "train_deep_cca"]
 

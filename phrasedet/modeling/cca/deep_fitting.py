@@ -1,5 +1,5 @@
 """Deep CCA fitted on the positive (region, phrase) pairs of stage 2 of the recipe (the pairs the
-linear CCA is fitted on, :func:`phrasedet.modeling.cca_fitting.training_pairs`), and its file.
+linear CCA is fitted on, :func:`phrasedet.modeling.cca.fitting.training_pairs`), and its file.
 
 The file is a ``.npz`` with ``{region,phrase}_{mean,std,weight,bias}`` (each view's layer) and
 ``cca_{mean_x,mean_y,A,B,correlations,scale}`` (the linear CCA on the layers' outputs).
@@ -11,9 +11,9 @@ import numpy as np
 
 from phrasedet.fileio import BadFileError, load_array_file, npz_array
 
-from .cca import CCAProjection
-from .cca_fitting import _LAYER_SHAPES, _check_shape, save_npz
-from .deep_cca import DeepCCAProjector, train_deep_cca
+from .deep import DeepCCAProjector, train_deep_cca
+from .fitting import _LAYER_SHAPES, _check_shape, save_npz
+from .linear import CCAProjection
 
 __all__ = ["fit_deep_cca_from_pairs", "load_deep_cca", "save_deep_cca"]
 
