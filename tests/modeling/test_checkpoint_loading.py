@@ -114,6 +114,16 @@ def test_empty_weights_with_pretrained_parts_is_an_error(tmp_path):
         PhrasedetCheckpointer.from_config(cfg, model).load(str(tmp_path / "own.pth"))
 
 
+def test_an_address_that_cannot_be_downloaded_says_what_to_do_offline(tmp_path):
+    """An offline machine given a config's documented address gets the address and the remedy,
+    not a bare URLError (port 9 of this machine refuses at once, online or not)."""
+    cfg, model = _model(C4, tmp_path)
+    address = "http://127.0.0.1:9/model_final_298dad.pkl"
+    with pytest.raises(OSError, match=re.escape(f"MODEL.WEIGHTS {address!r} could not be downloaded (URLError: ")) as e:
+        PhrasedetCheckpointer.from_config(cfg, model).load(address)
+    assert str(e.value).endswith("set MODEL.WEIGHTS to the local copy (docs/TRAINING.md, \"Initial weights\")")
+
+
 def test_other_anchors_reinitialize_the_rpn_outputs_with_one_warning(files, tmp_path, caplog):
     path, source = files["c4"]
     cfg, model = _model(C4, tmp_path, ["MODEL.ANCHOR_GENERATOR.SIZES", "[[64, 128, 256, 512]]"])  # paper 003's code: 12

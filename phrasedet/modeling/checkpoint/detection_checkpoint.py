@@ -12,7 +12,8 @@ On top of Detectron2's it:
 - logs one line per model part after loading (loaded from the file, newly initialized, partly
   loaded; :mod:`.load_report`), and raises :class:`.PretrainedPartError` when a part of
   ``PHRASEDET.WEIGHTS.PRETRAINED_PARTS`` is not wholly initialized by the file (the RPN's
-  re-initialized outputs excepted); an empty path with such parts is an error too.
+  re-initialized outputs excepted); an empty path with such parts is an error too, and so is an
+  address that cannot be downloaded (naming it, and what to do offline).
 
 The trainer (``--resume`` and periodic checkpoints included), ``tools/train_net.py --eval-only``
 and every tool that loads ``MODEL.WEIGHTS`` use it.
@@ -82,6 +83,12 @@ class PhrasedetCheckpointer(DetectionCheckpointer):
         self._path = path
         try:
             return super().load(path, *args, **kwargs)
+        except OSError as e:  # urllib's URLError included
+            if "://" not in path:
+                raise
+            raise OSError(f"MODEL.WEIGHTS {path!r} could not be downloaded ({type(e).__name__}: {e}). Offline, fetch the "
+                          "file on another machine and set MODEL.WEIGHTS to the local copy (docs/TRAINING.md, "
+                          "\"Initial weights\")") from e
         finally:
             self._path = None
 
