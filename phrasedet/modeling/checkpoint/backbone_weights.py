@@ -15,9 +15,9 @@ import torch
 
 from phrasedet.fileio import BadFileError
 
-from .files import CAFFE2_AUTHOR, read_checkpoint
+from .files import read_checkpoint
 from .load_report import counted_tensors
-from .names import align_by_suffix
+from .names import match_checkpoint
 
 __all__ = ["BACKBONE_PREFIXES", "load_backbone_weights"]
 
@@ -42,8 +42,7 @@ def load_backbone_weights(backbone: torch.nn.Module, path: str) -> None:
     checkpoint = read_checkpoint(path)
     own = backbone.state_dict()
     if checkpoint.get("matching_heuristics"):
-        caffe2 = checkpoint.get("__author__") == CAFFE2_AUTHOR
-        tensors = align_by_suffix(own, checkpoint["model"], (), caffe2_names=caffe2)
+        tensors = match_checkpoint(own, checkpoint, ())
     else:
         tensors = _backbone_tensors(checkpoint["model"], path)
     required = counted_tensors(backbone)

@@ -24,9 +24,9 @@ from urllib.parse import parse_qs
 
 from detectron2.checkpoint import DetectionCheckpointer
 
-from .files import CAFFE2_AUTHOR, read_checkpoint
+from .files import read_checkpoint
 from .load_report import PRETRAINED_KEY, LoadReport, counted_tensors, model_parts
-from .names import align_by_suffix, name_aliases, rename_to_model
+from .names import match_checkpoint, name_aliases
 
 __all__ = ["PhrasedetCheckpointer", "RPN_OUTPUTS"]
 
@@ -103,12 +103,9 @@ class PhrasedetCheckpointer(DetectionCheckpointer):
 
     def _our_names(self, checkpoint) -> dict:
         """The checkpoint's tensors under our model's names (:mod:`.names`)."""
-        model_state = self.model.state_dict()
-        aliases = name_aliases(self.model)
-        if checkpoint.pop("matching_heuristics", False):
-            caffe2 = checkpoint.get("__author__") == CAFFE2_AUTHOR
-            return align_by_suffix(model_state, checkpoint["model"], aliases, caffe2_names=caffe2)
-        return rename_to_model(checkpoint["model"], model_state, aliases)
+        state = match_checkpoint(self.model.state_dict(), checkpoint, name_aliases(self.model))
+        checkpoint.pop("matching_heuristics", None)  # matched: Detectron2 must not match it again
+        return state
 
     def _load_model(self, checkpoint):
         state, reinitialized = without_other_anchor_outputs(self._our_names(checkpoint), self.model.state_dict(), self._path)

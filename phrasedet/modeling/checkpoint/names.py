@@ -18,7 +18,9 @@ reaches our res5 region head.
 """
 from detectron2.checkpoint.c2_model_loading import align_and_update_state_dicts
 
-__all__ = ["align_by_suffix", "name_aliases", "rename_to_model"]
+from .files import CAFFE2_AUTHOR
+
+__all__ = ["align_by_suffix", "match_checkpoint", "name_aliases", "rename_to_model"]
 
 
 def name_aliases(model) -> list:
@@ -72,3 +74,13 @@ def align_by_suffix(model_state: dict, state: dict, aliases, caffe2_names: bool)
     aligned = align_and_update_state_dicts({to_detectron2[k]: v for k, v in model_state.items()}, state,
                                            c2_conversion=caffe2_names)
     return {back.get(k, k): v for k, v in aligned.items()}
+
+
+def match_checkpoint(model_state: dict, checkpoint: dict, aliases) -> dict:
+    """The tensors of ``checkpoint`` (:func:`~.files.read_checkpoint`'s) under the model's names:
+    suffix-matched when the file asks for it (``matching_heuristics``: ImageNet files, Caffe2 names
+    renamed first), else renamed by ``aliases``."""
+    if checkpoint.get("matching_heuristics"):
+        caffe2 = checkpoint.get("__author__") == CAFFE2_AUTHOR
+        return align_by_suffix(model_state, checkpoint["model"], aliases, caffe2_names=caffe2)
+    return rename_to_model(checkpoint["model"], model_state, aliases)
