@@ -8,8 +8,9 @@ for the built-in dataset, how specific its captions are.
 
 With the built-in datasets the first run generates them (into $PHRASEDET_CACHE). Caption
 specificity (docs/DATA.md): per split, of how many other images a caption is true, from the
-facts it states checked on every scene (phrasedet/data/synthetic/specificity.py), in a random
-batch of ``--batch-size`` images and over the whole split. It is measured on the built-in dataset
+facts it states checked on every scene by brute force (phrasedet/data/synthetic/specificity.py;
+the generator's index is asked too, and a difference stops the tool with the caption named), in a
+random batch of ``--batch-size`` images and over the whole split. It is measured on the built-in dataset
 when the config names one (``builtin_*`` datasets), or on ``--specificity-root``, any folder the
 generator wrote (tools/make_builtin_dataset.py).
 """
@@ -95,7 +96,7 @@ def print_specificity(cfg, root, batch_size):
     start = time.perf_counter()
     table = format_specificity(dataset_specificity(root, batch_size))
     print(f"\nCaption specificity of {root} ({time.perf_counter() - start:.1f} s): other images of its split a caption "
-          f"is true of, from the facts it states (docs/DATA.md)")
+          f"is true of, from the facts it states, every scene checked (brute force; the index agrees) (docs/DATA.md)")
     print(table)
 
 

@@ -7,12 +7,19 @@ from itertools import product
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from phrasedet.data.datasets.common import BadAnnotationError
 from phrasedet.data.synthetic import generate_builtin_dataset
-from phrasedet.data.synthetic.facts import FactIndex, caption_facts, caption_true_of, holds, relations_between
-from phrasedet.data.synthetic.specificity import (dataset_specificity, format_specificity, in_batch_chance,
-                                                  split_specificity)
+from phrasedet.data.synthetic import facts as facts_module
+from phrasedet.data.synthetic.facts import (ATTRIBUTES, RELATIONS, FactIndex, canonical_desc, caption_facts,
+                                            caption_true_of, holds, object_descs, relations_between)
+from phrasedet.data.synthetic.specificity import (IndexDisagreement, _read_split, dataset_specificity,
+                                                  format_specificity, in_batch_chance, split_specificity,
+                                                  true_of_brute_force)
+
+from . import independent_specificity
 
 
 def obj(colour, shape, size="small", position="left", box=(0, 0, 20, 20)):
@@ -143,7 +150,8 @@ def test_index_finds_what_brute_force_finds():
         scenes.append({"background": str(rng.choice(["gray", "teal"])), "objects": objects})
     index = FactIndex(scenes)
     descs = [(), d(colour="red"), d(colour="blue", shape="star"), d(shape="circle", size="small"),
-             d(colour="green", position="left")]
+             d(colour="green", position="left"), d(position="left", shape="circle"), d(position="top", size="small"),
+             d(colour="red", position="center", shape="square", size="large"), d(position="left")]
     facts = ([("background", "gray")] + [("object", x) for x in descs] + [("count", x, n) for x in descs for n in (0, 1, 2)]
              + [("at_least", x, 2) for x in descs]
              + [("relation", a, r, b) for a, b in product(descs, descs) for r in ("left of", "next to")])
@@ -152,6 +160,68 @@ def test_index_finds_what_brute_force_finds():
         exclude = int(rng.integers(40)) if k % 2 else None
         expected = [i for i, s in enumerate(scenes) if i != exclude and caption_true_of(chosen, s)]
         assert index.true_of(chosen, exclude=exclude) == expected, chosen
+
+
+def test_an_object_is_indexed_under_every_desc_it_matches_in_the_form_captions_use():
+    o = obj("red", "circle", "small", "left")
+    descs = object_descs(o)
+    assert len(descs) == len(set(descs)) == 16 and all(d_ == canonical_desc(d_) for d_ in descs)
+    # the form caption_facts gives "[a small red circle] on the left": position before shape and size
+    placed = caption_facts("[/EN#1/other A small red circle] on the left .")[0][1]
+    assert placed == (("colour", "red"), ("position", "left"), ("shape", "circle"), ("size", "small"))
+    assert placed in descs and d(position="left", shape="circle") in descs
+    assert canonical_desc([("shape", "circle"), ("position", "left"), ("shape", "circle")]) == \
+        (("position", "left"), ("shape", "circle"))
+
+
+def test_a_placed_shape_finds_its_scene():
+    """The case the first index missed: a position with a shape (or a size) named."""
+    index = FactIndex(SCENES)
+    assert index.true_of(caption_facts("[/EN#1/other The circle] on the left .")) == [0, 1]
+    assert index.true_of(caption_facts("[/EN#1/other A large square] at the bottom .")) == [2]
+    # a desc given in another order names the same objects
+    assert index.true_of([("object", (("shape", "circle"), ("position", "top")))]) == [2]
+
+
+_COLOURS, _SHAPES, _SIZES, _PLACES = ("red", "blue"), ("circle", "star"), ("small", "large"), ("left", "top", "center")
+_VALUES = {"colour": _COLOURS, "shape": _SHAPES, "size": _SIZES, "position": _PLACES}
+
+
+@st.composite
+def _scenes(draw):
+    scenes = []
+    for _ in range(draw(st.integers(1, 12))):
+        objects = []
+        for _ in range(draw(st.integers(0, 4))):
+            x, y = draw(st.integers(0, 90)), draw(st.integers(0, 90))
+            w = draw(st.integers(5, 30))
+            objects.append(obj(*(draw(st.sampled_from(_VALUES[a])) for a in ("colour", "shape", "size", "position")),
+                               box=(x, y, x + w, y + w)))
+        scenes.append({"background": draw(st.sampled_from(("gray", "teal"))), "objects": objects})
+    return scenes
+
+
+@st.composite
+def _desc_any_order(draw):
+    """A desc over any subset of the four attributes, its pairs in any order (canonical or not)."""
+    names = draw(st.lists(st.sampled_from(ATTRIBUTES), unique=True, max_size=4))
+    return tuple(draw(st.permutations([(a, draw(st.sampled_from(_VALUES[a]))) for a in names])))
+
+
+_fact = st.one_of(
+    st.tuples(st.just("background"), st.sampled_from(("gray", "teal"))),
+    st.tuples(st.just("object"), _desc_any_order()),
+    st.tuples(st.just("count"), _desc_any_order(), st.integers(0, 3)),
+    st.tuples(st.just("at_least"), _desc_any_order(), st.integers(1, 3)),
+    st.tuples(st.just("relation"), _desc_any_order(), st.sampled_from(RELATIONS), _desc_any_order()),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(scenes=_scenes(), facts=st.lists(_fact, min_size=0, max_size=4), data=st.data())
+def test_the_index_answers_as_brute_force_for_any_scenes_and_facts(scenes, facts, data):
+    exclude = data.draw(st.one_of(st.none(), st.integers(0, len(scenes) - 1)))
+    assert FactIndex(scenes).true_of(facts, exclude=exclude) == true_of_brute_force(facts, scenes, exclude)
 
 
 @pytest.mark.parametrize("k, n, batch, expected", [
@@ -212,6 +282,35 @@ def test_generated_captions_are_true_of_their_own_image(small_root):
             assert facts and caption_true_of(facts, im), line
             checked += 1
     assert checked == 5 * len(images) - sum(len(im["unrelated_captions"]) for im in images.values())
+
+
+def test_the_index_finds_what_brute_force_finds_for_every_generated_caption(small_root):
+    images, checked = _truth(small_root), 0
+    for split in ("train", "val", "test"):
+        scenes, captions, ids = _read_split(small_root, images, split)
+        index = FactIndex(scenes)
+        for i, facts_of_image in enumerate(captions):
+            for facts in facts_of_image:
+                if facts is not None:
+                    assert index.true_of(facts, exclude=i) == true_of_brute_force(facts, scenes, i), (ids[i], facts)
+                    assert index.true_of(facts) == true_of_brute_force(facts, scenes)
+                    checked += 1
+    assert checked == 5 * 63 - sum(len(im["unrelated_captions"]) for im in images.values())
+
+
+def test_a_blind_index_stops_the_measure_and_names_the_caption(small_root, monkeypatch):
+    gray = (("background", "gray"),)
+    assert split_specificity(SCENES, [[gray], [], []])["max_in_split"] == 1  # scene 2 is gray too
+    monkeypatch.setattr(FactIndex, "true_of", lambda self, facts, exclude=None: [])
+    with pytest.raises(IndexDisagreement, match=r"^image scene 0, caption 1: FactIndex finds scenes \[\] \(0\), "
+                                                r"brute force \[2\] \(1\), for the facts \(\('background', 'gray'\),\)$"):
+        split_specificity(SCENES, [[None, gray], [], []])
+    monkeypatch.setattr(FactIndex, "true_of", lambda self, facts, exclude=None: [1 - (exclude or 0)])
+    with open(os.path.join(small_root, "flickr30k_entities", "val.txt"), encoding="utf-8") as f:
+        first = f.readline().strip()
+    with pytest.raises(IndexDisagreement, match=rf"^image {first}, caption 0: FactIndex finds scenes \[1\] \(1\), "
+                                                r"brute force \[\] \(0\), for the facts \(\("):
+        dataset_specificity(small_root, splits=["val"])
 
 
 def test_generated_captions_pick_their_image_out_and_differ(small_root):
@@ -289,3 +388,43 @@ def test_dataset_stats_prints_the_table_of_a_root(small_root, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith(f"Caption specificity of {small_root} (")
     assert out[4].startswith("| train | 40 |") and "(B = 16)" in out[4] and out[6].startswith("| test | 15 |")
+    assert "every scene checked (brute force; the index agrees)" in out[1]
+
+
+def _table_row(m):
+    return (m["mean_in_batch"], m["share_in_batch"], m["mean_in_split"], m["share_in_split"], m["max_in_split"],
+            m["captions"])
+
+
+def test_the_measure_agrees_with_an_independent_count_on_the_default_dataset(builtin_root, capsys):
+    """The figures dataset_stats prints, against tests/data/independent_specificity.py (its own
+    parser, predicates and binomials) on the dataset every command uses."""
+    measures = dataset_specificity(builtin_root)
+    for split in ("train", "val", "test"):
+        assert _table_row(measures[split]) == pytest.approx(independent_specificity.count_split(builtin_root, split),
+                                                            rel=1e-12, abs=1e-12), split
+    from detectron2.config import get_cfg
+
+    from phrasedet.config import add_phrasedet_config
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    _dataset_stats().print_specificity(cfg, builtin_root, 64)
+    rows = capsys.readouterr().out.splitlines()[4:7]
+    for row, split in zip(rows, ("train", "val", "test")):
+        m = measures[split]
+        assert row.startswith(f"| {split} | {m['images']} | {m['captions']} ({m['left_out']}) | "
+                              f"{m['mean_in_batch']:.3f} (B = 64) | {100 * m['share_in_batch']:.1f} % |")
+
+
+def test_the_independent_count_reads_captions_as_the_project_does():
+    """Hand cases for the second reader, so that agreeing with it means something."""
+    scene = SCENES[0]
+    for line, true in [("[/EN#1/other A small red circle] on the left is left of [/EN#2/other the blue square] .", True),
+                       ("[/EN#1/other The circle] is right of [/EN#2/other a square] .", False),
+                       ("[/EN#1/other Two red circles] are on [/EN#3/scene a gray background] .", False),
+                       ("[/EN#1/other The square] sits on [/EN#3/scene the gray backdrop] on the right .", True),
+                       ("[/EN#1/other The square] sits on [/EN#3/scene the gray backdrop] at the top .", False),
+                       ("[/EN#0/notvisual This picture] shows [/EN#4/other a soft shadow] .", True)]:
+        assert all(p(scene) for p in independent_specificity.predicates(line)) is true, line
+        assert caption_true_of(caption_facts(line), scene) is true, line

@@ -29,7 +29,8 @@ from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
 from .scene import BACKGROUNDS, COLOURS, SHAPES
 
 __all__ = ["ATTRIBUTES", "RELATIONS", "POSITION_WORDS", "NEXT_TO_GAP", "MIN_RELATION_OFFSET",
-           "caption_facts", "relations_between", "holds", "caption_true_of", "FactIndex"]
+           "canonical_desc", "object_descs", "caption_facts", "relations_between", "holds", "caption_true_of",
+           "FactIndex"]
 
 ATTRIBUTES = ("colour", "shape", "size", "position")
 RELATIONS = ("left of", "right of", "above", "below", "next to")
@@ -75,8 +76,18 @@ def relations_between(box_a: Sequence[float], box_b: Sequence[float]) -> set:
     return out
 
 
+def canonical_desc(pairs: Iterable[tuple]) -> tuple:
+    """The one form of a desc that every key and every lookup uses: its ``(attribute, value)``
+    pairs sorted (by attribute name: colour, position, shape, size), without repeats.
+
+    Two descs name the same objects exactly when their canonical forms are equal; code that
+    builds index keys and code that reads them must both go through this function.
+    """
+    return tuple(sorted(set(pairs)))
+
+
 def _desc(**attributes) -> tuple:
-    return tuple(sorted((k, v) for k, v in attributes.items() if v is not None))
+    return canonical_desc((k, v) for k, v in attributes.items() if v is not None)
 
 
 def _matches(desc: tuple, obj: dict) -> bool:
@@ -195,10 +206,11 @@ def caption_true_of(facts: Iterable[tuple], scene: dict) -> bool:
     return all(holds(f, scene) for f in facts)
 
 
-def _descs(obj: dict) -> list:
-    """Every desc an object matches: the 16 subsets of its four attributes."""
+def object_descs(obj: dict) -> list:
+    """Every desc an object matches, in canonical form (:func:`canonical_desc`): the 16 subsets
+    of its four attributes."""
     items = [(k, obj[k]) for k in ATTRIBUTES]
-    return [tuple(c) for r in range(len(items) + 1) for c in combinations(items, r)]
+    return [canonical_desc(c) for r in range(len(items) + 1) for c in combinations(items, r)]
 
 
 class FactIndex:
@@ -214,7 +226,7 @@ class FactIndex:
         self._bits = defaultdict(int)
         for i, scene in enumerate(self.scenes):
             keys = {("background", scene["background"])}
-            keys.update(("object", d) for o in scene["objects"] for d in _descs(o))
+            keys.update(("object", d) for o in scene["objects"] for d in object_descs(o))
             for key in keys:
                 self._bits[key] |= 1 << i
         self._all = (1 << len(self.scenes)) - 1
@@ -225,9 +237,9 @@ class FactIndex:
             if f[0] == "background":
                 keys = [f]
             elif f[0] == "relation":
-                keys = [("object", f[1]), ("object", f[3])]
+                keys = [("object", canonical_desc(f[1])), ("object", canonical_desc(f[3]))]
             else:  # object, count, at_least: a count of 0 holds without any object
-                keys = [("object", f[1])] if f[0] == "object" or f[2] > 0 else []
+                keys = [("object", canonical_desc(f[1]))] if f[0] == "object" or f[2] > 0 else []
             for key in keys:
                 bits &= self._bits.get(key, 0)
         return bits

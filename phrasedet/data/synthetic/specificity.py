@@ -1,8 +1,10 @@
 """How specific the built-in captions are: of how many other images of its split a caption is true.
 
 For every caption, its facts (:func:`.facts.caption_facts`, from its markup) are checked on every
-other scene of its split (:class:`.facts.FactIndex`, from ``ground_truth.json``); ``k`` is the
-number of other images of which it is true. A training batch of ``B`` images drawn uniformly
+other scene of its split, by brute force (:func:`.facts.caption_true_of` on each scene of
+``ground_truth.json``); ``k`` is the number of other images of which it is true. The generator's
+fast index (:class:`.facts.FactIndex`) is asked the same question for every caption, and any
+difference is an error naming the caption: the figures never rest on the index alone. A training batch of ``B`` images drawn uniformly
 without replacement holds the caption's image and ``b = min(B, n) - 1`` of the ``n - 1`` others,
 so it holds on average ``k b / (n - 1)`` images of which the caption is also true (false
 negatives for a loss over in-batch negatives), and at least one with probability
@@ -17,9 +19,14 @@ import numpy as np
 
 from phrasedet.fileio import read_text_lines
 
-from .facts import FactIndex, caption_facts
+from .facts import FactIndex, caption_facts, caption_true_of
 
-__all__ = ["SPLITS", "in_batch_chance", "split_specificity", "dataset_specificity", "format_specificity"]
+__all__ = ["SPLITS", "IndexDisagreement", "in_batch_chance", "true_of_brute_force", "split_specificity",
+           "dataset_specificity", "format_specificity"]
+
+
+class IndexDisagreement(AssertionError):
+    """:class:`.facts.FactIndex` and brute force found different images for a caption."""
 
 SPLITS = ("train", "val", "test")
 
@@ -36,28 +43,46 @@ def in_batch_chance(k: int, n: int, batch_size: int) -> tuple:
     return k * b / (n - 1), 1.0 - none
 
 
-def split_specificity(scenes: Sequence[dict], captions: Sequence[Sequence], batch_size: int = 64) -> dict:
-    """The measure over one split.
+def true_of_brute_force(facts: Sequence[tuple], scenes: Sequence[dict], exclude: Optional[int] = None) -> list:
+    """Indices of the scenes of which every fact holds, ``exclude`` left out: every scene checked."""
+    return [i for i, scene in enumerate(scenes) if i != exclude and caption_true_of(facts, scene)]
+
+
+def split_specificity(scenes: Sequence[dict], captions: Sequence[Sequence], batch_size: int = 64,
+                      names: Optional[Sequence[str]] = None) -> dict:
+    """The measure over one split, by brute force, checked against :class:`.facts.FactIndex`.
 
     Args:
         scenes: n scenes (``background``, ``objects``; see :mod:`.facts`).
         captions: per scene, its captions' fact tuples, None for a caption left out (unrelated).
         batch_size: B.
+        names: per scene, how an error names it (an image id); its position by default.
 
     Returns:
         dict: ``images``, ``captions`` (counted), ``left_out``, ``batch_size``; ``mean_in_batch``
         and ``share_in_batch`` (expected other images a caption is true of in a batch, and the
         chance of at least one, averaged over captions); ``mean_in_split``, ``share_in_split``
         and ``max_in_split`` (the same over the whole split: k itself, k > 0, the largest k).
+
+    Raises:
+        IndexDisagreement: naming the image, the caption, its facts and both answers, where the
+            index and brute force differ.
     """
     index, n = FactIndex(scenes), len(scenes)
     ks, left_out = [], 0
     for i, facts_of_image in enumerate(captions):
-        for facts in facts_of_image:
+        for c, facts in enumerate(facts_of_image):
             if facts is None:
                 left_out += 1
-            else:
-                ks.append(len(index.true_of(facts, exclude=i)))
+                continue
+            found = true_of_brute_force(facts, scenes, exclude=i)
+            indexed = index.true_of(facts, exclude=i)
+            if indexed != found:
+                name = names[i] if names is not None else f"scene {i}"
+                raise IndexDisagreement(
+                    f"image {name}, caption {c}: FactIndex finds scenes {indexed[:10]} ({len(indexed)}), brute force "
+                    f"{found[:10]} ({len(found)}), for the facts {facts!r}")
+            ks.append(len(found))
     chances = np.array([in_batch_chance(k, n, batch_size) for k in ks]).reshape(-1, 2)
     k = np.asarray(ks, dtype=np.float64)
     mean = (lambda a: float(a.mean())) if k.size else (lambda a: float("nan"))
@@ -67,9 +92,9 @@ def split_specificity(scenes: Sequence[dict], captions: Sequence[Sequence], batc
 
 
 def _read_split(root: str, images: dict, split: str) -> tuple:
-    """The scenes of a split (in its list file's order) and their captions' facts."""
+    """The scenes of a split (in its list file's order), their captions' facts and their image ids."""
     flickr = os.path.join(root, "flickr30k_entities")
-    scenes, captions = [], []
+    scenes, captions, ids = [], [], []
     for image_id in read_text_lines(os.path.join(flickr, f"{split}.txt"), f"{split} image list"):
         image_id = image_id.strip()
         if not image_id:
@@ -83,15 +108,20 @@ def _read_split(root: str, images: dict, split: str) -> tuple:
         captions.append([None if c in unrelated else caption_facts(line, f"{path}:{c + 1}")
                          for c, line in enumerate(lines)])
         scenes.append({"background": truth["background"], "objects": truth["objects"]})
-    return scenes, captions
+        ids.append(image_id)
+    return scenes, captions, ids
 
 
 def dataset_specificity(root: str, batch_size: int = 64, splits: Optional[Sequence[str]] = None) -> dict:
-    """:func:`split_specificity` of every split of a built-in dataset root: {split: measure}."""
+    """:func:`split_specificity` of every split of a built-in dataset root: {split: measure}.
+    Brute force over a default dataset takes a few seconds (docs/DATA.md)."""
     with open(os.path.join(root, "ground_truth.json"), encoding="utf-8") as f:
         images = json.load(f)["images"]
-    return {split: split_specificity(*_read_split(root, images, split), batch_size=batch_size)
-            for split in (splits or SPLITS)}
+    out = {}
+    for split in splits or SPLITS:
+        scenes, captions, ids = _read_split(root, images, split)
+        out[split] = split_specificity(scenes, captions, batch_size=batch_size, names=ids)
+    return out
 
 
 def format_specificity(measures: dict) -> str:
