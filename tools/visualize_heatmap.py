@@ -2,7 +2,7 @@
 """Heatmaps of any texts in one image with a trained DSVE-loc model (paper 004), one picture per text.
 
     python tools/visualize_heatmap.py --config-file configs/pointing/dsve_loc.yaml \\
-        --weights output/pointing/dsve_loc/model_final.pth --image ~/.cache/phrasedet/builtin-v2-seed0/flickr30k-images/100443358.jpg \\
+        --weights output/pointing/dsve_loc/model_final.pth --image ~/.cache/phrasedet/builtin-v3-seed0/flickr30k-images/100443358.jpg \\
         --texts "the purple cross" "a small green cross" [--box X1 Y1 X2 Y2] \\
         --output-dir heatmaps/ [KEY VALUE ...]
 

@@ -2,7 +2,7 @@
 """Detect phrases in one image with a trained PhraseRCNN and save a picture of the detections.
 
     python tools/visualize_phrases.py --config-file configs/qa_rcnn.yaml \\
-        --weights output/cite_cca/stage1_detector/model_final.pth --image ~/.cache/phrasedet/builtin-v2-seed0/flickr30k-images/100443358.jpg \\
+        --weights output/cite_cca/stage1_detector/model_final.pth --image ~/.cache/phrasedet/builtin-v3-seed0/flickr30k-images/100443358.jpg \\
         --phrases "the purple cross" "a small green cross" --output out.png [KEY VALUE ...]
 
 Each phrase is normalized (``phrasedet.text.normalize_phrase``) and scored; its top-1 box and
