@@ -1,5 +1,6 @@
-"""tools/compare_retrieval.py end to end on a tiny budget: every stage runs, the table and the
-verdicts come out, and --resume reuses finished runs."""
+"""tools/compare_retrieval.py and tools/compare_pointing.py end to end on tiny budgets: every stage
+runs on both representations, each run validates and tests its best snapshot, the curves are
+drawn, the tables and verdicts come out, and --resume reuses finished runs."""
 import json
 import os
 import subprocess
@@ -10,61 +11,97 @@ import pytest
 from .data import independent_specificity
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-TINY = ["SOLVER.MAX_ITER", "3", "SOLVER.STEPS", "()", "SOLVER.IMS_PER_BATCH", "8", "DATALOADER.NUM_WORKERS", "0",
-        "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1"]
+TINY = ["SOLVER.IMS_PER_BATCH", "8", "DATALOADER.NUM_WORKERS", "0", "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1",
+        "INPUT.RETRIEVAL.CROP", "64"]
+BUDGET = ["--budget", "4", "--val-period", "2", "--backbone-weights", "none"]
 
 
-def _compare(root, *args):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "compare_retrieval.py"), "--output-root", str(root), "--seeds", "0",
-           "--models", "vse0", "vsepp", "vse0_ft", "vsepp_ft", "--backbone-weights", "none", "--finetune-iters", "2", *args, *TINY]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": ROOT})
+def _tool(name, root, *args, opts=()):
+    budget = BUDGET + (["--finetune-budget", "2"] if name == "compare_retrieval.py" else [])
+    cmd = [sys.executable, os.path.join(ROOT, "tools", name), "--output-root", str(root), "--seeds", "0", *args, *budget,
+           *TINY, *opts]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
 
-def summary_specificity(root):
-    return json.loads((root / "comparison.json").read_text())["caption_specificity"]
+def _summary(root):
+    return json.loads((root / "comparison.json").read_text())
 
 
-def test_every_stage_runs_and_the_verdicts_come_out(tmp_path, builtin_root):
-    out = _compare(tmp_path)
+def _curve_iterations(metrics):
+    return sorted({json.loads(line)["iteration"] for line in metrics.read_text().splitlines()
+                   if "retrieval/rsum" in json.loads(line)})
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_every_stage_runs_on_both_representations_and_the_verdicts_come_out(tmp_path, builtin_root):
+    out = _tool("compare_retrieval.py", tmp_path, "--models", "vse0", "vsepp", "vse0_ft", "vsepp_ft")
     assert "image CNN: random initialization" in out
-    assert "| vsepp_ft |" in out and "002: the gain of max over sum is larger with a fine-tuned CNN:" in out
+    summary = _summary(tmp_path)
+    cnn, oracle = summary["representations"]["cnn"], summary["representations"]["oracle"]
+    assert set(cnn["runs"]) == {"vse0", "vsepp", "vse0_ft", "vsepp_ft"} and len(cnn["verdicts"]) == 3
+    assert set(oracle["runs"]) == {"vse0", "vsepp"} and len(oracle["verdicts"]) == 1  # nothing to fine-tune
+    assert oracle["features"].endswith(os.path.join("oracle", "features", "global")) and oracle["backbone_weights"] == ""
+    assert "cnn: built-in test split" in out and "oracle: built-in test split" in out
+    # each run validated every 2 iterations and tested its best snapshot; the fine-tuned row continued it on pixels
+    for rep in ("cnn", "oracle"):
+        run = tmp_path / rep / "seed0" / "vsepp"
+        assert _curve_iterations(run / "metrics.json") == [1, 4]  # the last: after training, at MAX_ITER
+        tested = json.loads((run / "results.json").read_text())["final_model"]
+        assert tested == os.path.abspath(json.loads((run / "selection.json").read_text())["weights"])
+        assert os.path.getsize(tmp_path / rep / "learning_curves.png") > 1000
+    log = (tmp_path / "cnn" / "seed0" / "vsepp_ft" / "train_net.log").read_text()
+    assert "seed0/vsepp/model_best.pth" in log and "PixelImageEncoder" in log
+    assert "| vsepp | " in out and "flattened at (within 5)" in out
     # the training captions' specificity at the run's batch of 8, as an independent count gives it
     in_batch, share, in_split, share_split, most, counted = independent_specificity.count_split(builtin_root, "train", 8)
     assert (f"Caption specificity (built-in training split, batches of 8 images): a caption is true of {in_batch:.3f} "
             f"other images of its batch on average; {100 * share:.1f} % of captions are true of at least one.") in out
-    assert summary_specificity(tmp_path) == pytest.approx(
+    assert summary["caption_specificity"] == pytest.approx(
         {"images": 600, "captions": counted, "left_out": 12, "batch_size": 8, "mean_in_batch": in_batch,
          "share_in_batch": share, "mean_in_split": in_split, "share_in_split": share_split, "max_in_split": most},
         rel=1e-12)
     assert most > 0  # version 3's training split: a few captions are true of another image
-    summary = json.loads((tmp_path / "comparison.json").read_text())
-    assert len(summary["verdicts"]) == 3 and summary["backbone_weights"] == ""
-    assert set(summary["runs"]) == {"vse0", "vsepp", "vse0_ft", "vsepp_ft"}
-    # the fine-tuned row continued the frozen model on pixels, with the CNN trained
-    log = (tmp_path / "seed0" / "vsepp_ft" / "train_net.log").read_text()
-    assert "seed0/vsepp/model_final.pth" in log and "PixelImageEncoder" in log
-    assert os.path.isfile(tmp_path / "features" / "builtin_flickr30k_captions_train.npy")
-    again = _compare(tmp_path, "--resume")
+    again = _tool("compare_retrieval.py", tmp_path, "--resume", "--models", "vse0", "vsepp", "vse0_ft", "vsepp_ft")
     assert "vse0:" not in again and "| vse0 |" in again  # nothing retrained
 
 
 @pytest.mark.usefixtures("builtin_root")
-def test_paper_001_rows_train_two_stages_evaluate_stage_one_and_give_their_verdicts(tmp_path):
-    small = ["PHRASEDET.RETRIEVAL_STAGES.STAGE1_ITERS", "2", "PHRASEDET.RETRIEVAL_STAGES.STAGE1_STEPS", "[]",
-             "INPUT.RETRIEVAL.CROP", "32", "MODEL.RETRIEVAL.TEXT_CNN.STAGE_WIDTHS", "[8, 16, 16, 32]"]
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "compare_retrieval.py"), "--output-root", str(tmp_path), "--seeds", "0",
-           "--models", "instance_loss", "ranking_only", "--backbone-weights", "none", *TINY, *small]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads((tmp_path / "comparison.json").read_text())
-    assert list(summary["runs"]) == ["instance_loss", "instance_loss_stage1", "ranking_only", "ranking_only_stage1"]
-    assert set(summary["minutes"]) == {"instance_loss", "ranking_only"}  # stage-I rows are evaluations, not runs
-    claims = [v["claim"] for v in summary["verdicts"]]
-    assert claims == ["001: the instance loss beats the ranking loss with a frozen CNN (stage I)",
-                      "001: instance + ranking loss (stage II) beats the ranking loss alone"]
-    # the stage-I row evaluates stage I's own weights
-    log = (tmp_path / "seed0" / "instance_loss" / "stage1_eval" / "train_net.log").read_text()
-    assert "instance_loss/stage1_frozen_cnn/model_final.pth" in log
-    assert "| instance_loss_stage1 |" in proc.stdout and "| - |" in proc.stdout
+def test_paper_001_rows_two_stages_on_the_cnn_stage_one_alone_on_the_oracle(tmp_path):
+    small = ["INPUT.RETRIEVAL.CROP", "32", "MODEL.RETRIEVAL.TEXT_CNN.STAGE_WIDTHS", "[8, 16, 16, 32]"]
+    _tool("compare_retrieval.py", tmp_path, "--models", "instance_loss", "ranking_only", opts=small)
+    summary = _summary(tmp_path)["representations"]
+    assert list(summary["cnn"]["runs"]) == ["instance_loss", "instance_loss_stage1", "ranking_only", "ranking_only_stage1"]
+    assert set(summary["cnn"]["minutes"]) == {"instance_loss", "ranking_only"}  # stage-I rows are evaluations, not runs
+    assert [v["claim"] for v in summary["cnn"]["verdicts"]] == [
+        "001: the instance loss beats the ranking loss with a frozen CNN (stage I)",
+        "001: instance + ranking loss (stage II) beats the ranking loss alone"]
+    # the stage-I row evaluates stage I's best snapshot; both stages validated
+    run = tmp_path / "cnn" / "seed0" / "instance_loss"
+    assert "instance_loss/stage1_frozen_cnn/model_best.pth" in (run / "stage1_eval" / "train_net.log").read_text()
+    assert _curve_iterations(run / "stage1_frozen_cnn" / "metrics.json") == [1, 4]
+    assert _curve_iterations(run / "stage2_finetune" / "metrics.json") == [2]
+    # on the oracle: the stage-I models alone, trained on it for the budget
+    assert list(summary["oracle"]["runs"]) == ["instance_loss_stage1", "ranking_only_stage1"]
+    assert [v["claim"] for v in summary["oracle"]["verdicts"]] == [
+        "001: the instance loss beats the ranking loss with a frozen CNN (stage I)"]
+    config = (tmp_path / "oracle" / "seed0" / "instance_loss" / "config.yaml").read_text()
+    assert "MAX_ITER: 4" in config and "IMAGE_INPUT: features" in config
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_compare_pointing_on_cnn_maps_and_oracle_maps(tmp_path):
+    small = ["MODEL.RETRIEVAL.EMBED_DIM", "32", "MODEL.RETRIEVAL.ADAPTATION_DIM", "16", "MODEL.RETRIEVAL.RNN.NUM_LAYERS", "1",
+             "MODEL.POINTING.HEATMAP_TOPK", "3"]
+    out = _tool("compare_pointing.py", tmp_path, "--models", "dsve_loc", "dsve_loc_sum", opts=small)
+    summary = _summary(tmp_path)["representations"]
+    for rep, channels in (("cnn", 128), ("oracle", 1138)):
+        assert set(summary[rep]["runs"]) == {"dsve_loc", "dsve_loc_sum"}
+        assert [v["claim"] for v in summary[rep]["verdicts"]] == [
+            "004: DSVE-loc beats the centre baseline on the pointing game",
+            "004: hard negatives beat the sum over negatives on retrieval"]
+        run = tmp_path / rep / "seed0" / "dsve_loc"
+        assert _curve_iterations(run / "metrics.json") == [1, 4]  # the last: after training, at MAX_ITER
+        assert f"adaptation): Conv2d({channels}, 16" in (run / "train_net.log").read_text()
+    assert "| dsve_loc |" in out and "oracle: built-in test split, pointing game with the strict hit rule" in out

@@ -11,7 +11,8 @@ from phrasedet.config import add_phrasedet_config
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "..", "configs")
 CONFIGS = sorted(glob.glob(os.path.join(CONFIG_DIR, "**", "*.yaml"), recursive=True))
-FAMILIES = {"": "PhraseRCNN", "retrieval": "ImageTextEmbedding", "pointing": "DSVELoc"}
+FAMILIES = {"": "PhraseRCNN", "retrieval": "ImageTextEmbedding", "pointing": "DSVELoc",
+            "pretraining": "MultiLabelImageClassifier"}
 # A family's configs inherit from its own folder, or from the bases named here: the pointing
 # family trains on captions with the retrieval family's budget, written once in its base.
 SHARED_BASES = {"pointing": {"../retrieval/Base-Retrieval.yaml"}}
@@ -41,7 +42,10 @@ def test_there_are_configs_of_every_family():
 @pytest.mark.parametrize("path", CONFIGS, ids=_name)
 def test_config_parses_and_stays_in_its_family(path):
     cfg = _load(path)
-    assert cfg.INPUT.RANDOM_FLIP == "none"
+    if _family(path) == "pretraining":  # its own key (labels say nothing of positions); its mapper reads no other
+        assert cfg.INPUT.PRETRAINING.RANDOM_FLIP is False
+    else:  # captions and phrases say "on the left"
+        assert cfg.INPUT.RANDOM_FLIP == "none"
     assert cfg.MODEL.META_ARCHITECTURE == FAMILIES[_family(path)]
     with open(path) as f:
         base = (yaml.safe_load(f) or {}).get("_BASE_")
@@ -68,6 +72,7 @@ BUILTIN = {
                   "MODEL.RETRIEVAL.IMAGE_INPUT", "pixels", "MODEL.WEIGHTS", "", "PHRASEDET.TEXT.FISHER_COMPONENTS", 2],
     "pointing": ["DATASETS.TRAIN", "('builtin_flickr30k_captions_train',)", "DATASETS.TEST", "('builtin_flickr30k_pointing_test',)",
                  "MODEL.WEIGHTS", "", "PHRASEDET.TEXT.WORD_VECTORS", "word2vec"],
+    "pretraining": [],
 }
 
 
@@ -85,5 +90,12 @@ def test_config_builds_a_model(path, builtin_root):
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) > 0
     if hasattr(model, "phrase_bank"):
         assert isinstance(model.phrase_bank(["red circle"]), torch.Tensor)
+    elif hasattr(model, "head"):  # the pretraining classifier: one score per label
+        from detectron2.data import DatasetCatalog
+
+        from phrasedet.data import ImageLabelsMapper
+
+        x = ImageLabelsMapper(cfg, is_train=False)(DatasetCatalog.get(cfg.DATASETS.TEST[0])[0])
+        assert model.eval()([x])[0]["scores"].shape == (cfg.MODEL.CLASSIFIER.NUM_LABELS,)
     else:
         assert model.eval().embed_captions(["a red circle"]).shape == (1, cfg.MODEL.RETRIEVAL.EMBED_DIM)

@@ -56,3 +56,31 @@ def test_pointing_splits_are_not_for_training(tmp_path):
            os.path.join(ROOT, "configs", "pointing", "dsve_loc.yaml"), "DATASETS.TRAIN", f"('{SPLIT}',)", "OUTPUT_DIR", tmp_path]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
     assert proc.returncode != 0 and "pointing-game splits are for evaluation" in proc.stderr
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_dsve_loc_on_the_oracle_maps_trains_points_and_keeps_them_in_the_image(tmp_path):
+    """MODEL.RETRIEVAL.IMAGE_INPUT maps: the spatial oracle in place of the CNN's maps, through
+    the adaptation, WELDON pooling and the heatmaps; every point lies in its image."""
+    _tool("make_oracle_features.py", "--output-dir", tmp_path / "oracle")
+    _train(tmp_path / "train", "MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR",
+           tmp_path / "oracle" / "maps")
+    results = json.loads((tmp_path / "train" / "results.json").read_text())["results"]
+    pointing = results[SPLIT]["pointing"]
+    assert pointing["num_queries"] > 0 and "retrieval" in results["builtin_flickr30k_captions_val"]
+    saved = np.load(tmp_path / "train" / "inference" / SPLIT / "pointing_predictions.npz")
+    assert 100 * saved["hit_strict"].mean() == pytest.approx(pointing["accuracy"], abs=1e-6)
+    import torch
+
+    state = torch.load(tmp_path / "train" / "model_final.pth", map_location="cpu", weights_only=False)["model"]
+    assert state["image_encoder.adaptation.weight"].shape[1] == 1138  # the oracle's channels, no backbone tensor
+    assert not any(k.startswith("image_encoder.backbone.") for k in state)
+
+
+def test_stored_maps_need_no_backbone_weights(tmp_path):
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file",
+           os.path.join(ROOT, "configs", "pointing", "dsve_loc.yaml"), "MODEL.RETRIEVAL.IMAGE_INPUT", "maps",
+           "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", "x.pth", "OUTPUT_DIR", tmp_path]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode != 0 and ("MODEL.RETRIEVAL.IMAGE_INPUT 'maps' reads precomputed maps in place of the backbone: "
+                                     "BACKBONE_WEIGHTS must be empty and FREEZE_BACKBONE_ITERS -1") in proc.stderr

@@ -64,3 +64,35 @@ def test_two_processes_unfreeze_the_backbone_then_eval_only_and_saved_embeddings
                  "--output", tmp_path / "tool.json")
     assert json.loads((tmp_path / "tool.json").read_text())["retrieval"]["rsum"] == pytest.approx(in_loop, abs=1e-3)
     assert "i2t" in tool
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_selection_tests_the_best_validation_snapshot_and_keeps_the_curve(tmp_path):
+    """PHRASEDET.SELECTION on the oracle's global features: validation every 20 iterations, the
+    best of them (selection.json) is the model tested, metrics.json holds the curve, --eval-only of
+    that snapshot gives the same test numbers, and --resume of a finished run only tests."""
+    _tool("make_oracle_features.py", "--output-dir", tmp_path / "oracle")
+    args = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", str(tmp_path / "oracle" / "global"),
+            "SOLVER.MAX_ITER", "60", "SOLVER.STEPS", "(30,)", "PHRASEDET.SELECTION.DATASET", "builtin_flickr30k_captions_val",
+            "PHRASEDET.SELECTION.PERIOD", "20"]
+    out = tmp_path / "run"
+    log = _train("vse0.yaml", out, *args)
+    curve = {}
+    for line in (out / "metrics.json").read_text().splitlines():
+        record = json.loads(line)
+        if "retrieval/rsum" in record:
+            curve[record["iteration"]] = record["retrieval/rsum"]
+    assert sorted(curve) == [19, 39, 60]  # the last validation runs after training, at MAX_ITER
+    selection = json.loads((out / "selection.json").read_text())
+    best = max(curve, key=lambda i: (curve[i], -i))  # the first of equal values is kept
+    assert selection["value"] == pytest.approx(curve[best]) and selection["iteration"] == best
+    assert selection["metric"] == "retrieval/rsum" and selection["weights"].endswith("model_best.pth")
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["final_model"] == os.path.abspath(selection["weights"])
+    assert set(saved["results"]) == {"retrieval"}  # the test split, not the validation one
+    tested = saved["results"]["retrieval"]["rsum"]
+    assert _rsum(log) == pytest.approx(tested, abs=1e-3)
+    again = _rsum(_train("vse0.yaml", tmp_path / "eval", "--eval-only", "MODEL.WEIGHTS", selection["weights"], *args))
+    assert again == pytest.approx(tested, abs=1e-6)
+    resumed = _train("vse0.yaml", out, "--resume", *args)
+    assert "training for 60 iterations" not in resumed and _rsum(resumed) == pytest.approx(tested, abs=1e-6)

@@ -34,7 +34,7 @@ def test_tool_draws_one_picture_per_text_with_its_point(builtin_root, tmp_path, 
                                                  "the caracal", "--output-dir", str(tmp_path), *SMALL])
     out = capsys.readouterr().out
     assert code == 0 and sorted(os.listdir(tmp_path)) == ["heatmap_0.png", "heatmap_1.png"]
-    assert "'a red cross': point (" in out and "heatmap 8x8" in out  # 128 x 128 at res4: 8 x 8 cells
+    assert "'a red cross': point (" in out and "heatmap 16x16" in out  # 128 x 128 at the built-in CNN's res4 (stride 8): 16 x 16 cells
     assert Image.open(tmp_path / "heatmap_0.png").size[0] >= 384
 
 

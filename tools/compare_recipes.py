@@ -46,11 +46,10 @@ COLUMNS = [("mAP_zero_shot", "zero-shot mAP"), ("mAP_few_shot", "few-shot mAP"),
            ("mAP", "mAP (mean of buckets)"), ("loc_acc", "localization acc.")]
 _TIME = re.compile(r"Total inference pure compute time: \S+ \(([0-9.]+) s / iter per device")
 _FILTER_TIME = re.compile(r"sentences embedded in ([0-9.]+) s, ([0-9.]+) ms per test image")
-# compare_retrieval.py's paper-000 embedding network: trained on features of the main job's CNN
+# compare_retrieval.py's paper-000 embedding network, seed 0, on the features of the built-in pretrained CNN (its
+# best validation snapshot; the CNN from the cache, where compare_retrieval.py trained it)
 DEFAULT_FILTER = {"config": os.path.join(ROOT, "configs", "retrieval", "two_branch.yaml"),
-                  "weights": os.path.join(ROOT, "output", "retrieval_compare", "seed0", "two_branch", "model_final.pth"),
-                  "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS",
-                           os.path.join(ROOT, "output", "cite_cca", "stage1_detector", "model_final.pth")]}
+                  "run": os.path.join(ROOT, "output", "retrieval_compare", "cnn", "seed0", "two_branch")}
 
 
 def _train_net(config, out, args, extra):
@@ -206,11 +205,16 @@ def filter_model(args):
     """The retrieval model of the filtering rows: {"config", "weights", "opts"}, or None."""
     if args.filter_weights == "none":
         return None
-    weights = args.filter_weights or DEFAULT_FILTER["weights"]
+    weights = args.filter_weights or os.path.join(DEFAULT_FILTER["run"], "model_best.pth")
     if not os.path.isfile(weights):
         print(f"\nNo phrase-filtering rows: no retrieval model at {weights} (run tools/compare_retrieval.py, or give --filter-weights)")
         return None
-    default_opts = DEFAULT_FILTER["opts"] if not args.filter_weights else []
+    default_opts = []
+    if not args.filter_weights:
+        from phrasedet.engine.pretrained_cnn import builtin_cnn_dir
+
+        default_opts = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS",
+                        os.path.join(builtin_cnn_dir(), "model_final.pth")]
     return {"config": args.filter_config, "weights": weights,
             "opts": default_opts if args.filter_opts is None else args.filter_opts}
 
@@ -228,7 +232,7 @@ def main(argv=None):
                    "(default: compare_retrieval.py's seed-0 two_branch when it exists); 'none' = no filtering rows")
     p.add_argument("--filter-config", default=DEFAULT_FILTER["config"], help="that model's retrieval config")
     p.add_argument("--filter-opts", nargs="*", default=None,
-                   help="KEY VALUE overrides of that config (default, for the default model: on pixels of the main job's CNN)")
+                   help="KEY VALUE overrides of that config (default, for the default model: on pixels of the built-in CNN)")
     p.add_argument("--filter-top-n", type=int, nargs="+", default=[75, 100], help="sentences retrieved per test image")
     p.add_argument("--ppa", action="store_true", help="also evaluate with PPA-augmented positives and print that table")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")

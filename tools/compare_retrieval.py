@@ -2,33 +2,40 @@
 """Papers 002, 000 and 001's retrieval claims on the built-in dataset, in one command:
 
     python tools/compare_retrieval.py [--output-root output/retrieval_compare] [--seeds 0 1 2]
-        [--backbone-weights PATH | none] [--resume] [--models vse0 vsepp ...] [KEY VALUE ...]
+        [--representations cnn oracle] [--backbone-weights PATH | none] [--budget 3000]
+        [--finetune-budget 600] [--val-period 100] [--resume] [--models vse0 vsepp ...] [KEY VALUE ...]
 
-Every model of ``configs/retrieval/`` is trained with the same budget (``Base-Retrieval.yaml``)
-for each seed, then the table (mean ± standard deviation over the seeds) and one verdict per claim
-are printed (``phrasedet/engine/retrieval_claims.py``) and written to ``<output-root>/comparison.json``.
+Every model of ``configs/retrieval/`` is trained for each seed on each image representation, then
+the table (mean ± standard deviation over the seeds) and one verdict per claim are printed per
+representation (``phrasedet/engine/retrieval_claims.py``) and written to
+``<output-root>/comparison.json``; the validation curves are drawn in
+``<output-root>/<representation>/learning_curves.png``.
 
-1. The image CNN, the built-in stand-in for ImageNet weights (none can be downloaded here), is the
-   ResNet-18 of a phrase-aware detector trained on the training images' phrase boxes:
-   ``--backbone-weights`` (default: the main job's ``output/cite_cca/stage1_detector/model_final.pth``
-   when it exists, else ``configs/qa_rcnn.yaml`` is trained into ``<output-root>/detector``, the
-   same detector); ``none`` keeps the CNN's random initialization.
-2. Its pooled features of every image are computed once (``tools/extract_image_features.py``);
-   the frozen-CNN models train on them (VSE++'s "1C" setting): vse0, vsepp, two_branch,
-   two_branch_no_nbr, similarity_net, and two reference rows, vsepp_warmup (VSE++ after
-   VSE-infinity's one-epoch warm-up with the sum of hinges) and clip (CLIP's InfoNCE loss);
-   "untrained" is VSE0's model evaluated as initialized (chance).
-3. The fine-tuned rows (vse0_ft, vsepp_ft) continue each frozen VSE0 / VSE++ model on pixels with
-   the whole CNN trained (VSE++: 15 more epochs at 2e-5 after 30 with a fixed CNN);
-   ``configs/retrieval/vsepp_ft.yaml`` is the same schedule in one run.
-4. Paper 001's rows train on pixels from that CNN, each in two stages in one run
-   (``configs/retrieval/instance_loss*.yaml``): instance_loss (stage I instance loss with the CNN
-   frozen, stage II instance + ranking loss with the CNN's last stage fine-tuned), ranking_only
-   (the ranking loss in both stages), one_stage (instance + ranking loss from the start, same
-   iterations), no_shift (no position shift). The stage-I model of instance_loss, ranking_only and
-   no_shift is evaluated too (rows ``<name>_stage1``, as the paper's Tables 2 and 6).
+Representations (``--representations``; docs/RETRIEVAL.md, "The built-in experiment"):
 
-``--resume`` reuses every run whose ``results.json`` exists. Extra ``KEY VALUE`` pairs go to every run.
+* ``cnn``: the built-in pretrained CNN, the stand-in for ImageNet weights (a CNN trained to
+  classify the objects of a pretraining split of its own, ``configs/pretraining/builtin_cnn.yaml``;
+  trained once into ``$PHRASEDET_CACHE``, about 20 minutes), or ``--backbone-weights`` (``none``:
+  random). Its pooled features of every image are computed once (``<rep>/features``).
+* ``oracle``: the oracle representation, the number of objects matching every desc of the scene
+  (``phrasedet/data/synthetic/oracle.py``): an upper bound, not a model. There is no CNN to
+  fine-tune: the fine-tuned rows and paper 001's second stage are left out, and paper 001's
+  stage-I models train on it alone.
+
+Runs (one ``train_net.py`` each, ``--resume`` reuses finished ones):
+
+1. frozen representation: vse0, vsepp, vsepp_warmup and clip (reference rows), two_branch,
+   two_branch_no_nbr, similarity_net, for ``--budget`` iterations with the learning rate divided
+   by 10 at its middle; "untrained" is VSE0's model evaluated as initialized (chance);
+2. fine-tuned (cnn): vse0_ft and vsepp_ft continue each selected frozen VSE0 / VSE++ model on pixels
+   with the CNN's last stage trained, ``--finetune-budget`` iterations at 2e-5 (halved budget drop);
+3. paper 001 (``configs/retrieval/instance_loss*.yaml``): on the cnn, stage I on its features for
+   ``--budget`` iterations and stage II on pixels for ``--finetune-budget`` (instance_loss,
+   ranking_only, no_shift), one_stage for both together on pixels; the stage-I models are
+   evaluated too (``<name>_stage1``); on the oracle, the stage-I models alone.
+
+Every run validates on ``builtin_flickr30k_captions_val`` every ``--val-period`` iterations and
+tests its best validation snapshot (``PHRASEDET.SELECTION``). Extra ``KEY VALUE`` pairs go to every run.
 """
 import argparse
 import json
@@ -39,8 +46,10 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
+from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, draw_curves, oracle_features,  # noqa: E402
+                                         pretrained_cnn, selection_opts, selected_weights)
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
-from phrasedet.engine.runs import detector_checkpoint, run_tool, train_run  # noqa: E402
+from phrasedet.engine.runs import run_tool, train_run  # noqa: E402
 
 FROZEN = ["vse0", "vsepp", "vsepp_warmup", "clip", "two_branch", "two_branch_no_nbr", "similarity_net"]
 TUNED = {"vse0_ft": "vse0", "vsepp_ft": "vsepp"}
@@ -49,6 +58,13 @@ INSTANCE = {"instance_loss": "instance_loss", "ranking_only": "instance_loss_ran
             "one_stage": "instance_loss_one_stage", "no_shift": "instance_loss_no_shift"}
 STAGE1_EVALUATED = ("instance_loss", "ranking_only", "no_shift")
 MODELS = ["untrained"] + FROZEN + list(TUNED) + list(INSTANCE)
+VAL, SPLITS = "builtin_flickr30k_captions_val", ("builtin_flickr30k_captions_train", "builtin_flickr30k_captions_val",
+                                                 "builtin_flickr30k_captions_test")
+FINETUNE_LR = 2e-5  # VSE++: the second half's learning rate, kept while the CNN is fine-tuned
+
+
+def _dataset_flags(names):
+    return [flag for n in names for flag in ("--dataset", n)]
 
 
 def _config(name):
@@ -56,10 +72,11 @@ def _config(name):
 
 
 def extract_features(root, weights, resume, opts):
+    """The CNN's pooled features of every split into ``<root>/features``."""
     out = os.path.join(root, "features")
     if not (resume and os.path.isfile(os.path.join(out, "extractor.pth"))):
-        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out,
-                "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
+        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out, *_dataset_flags(SPLITS),
+                 "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
     return out
 
 
@@ -69,57 +86,102 @@ def train(name, config, out, resume, opts, flags=()):
     return results["retrieval"], minutes
 
 
-def run_instance_loss(name, base, features, weights, resume, seed_opts):
-    """Paper 001's ``name`` (two stages in one run; stage I, with the CNN frozen, on its features
-    when it has trained weights), and its stage-I model evaluated:
-    {name: (metrics, minutes)[, name_stage1: (metrics, None)]}."""
-    out = os.path.join(base, name)
-    on_features = ["PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", features] if weights else []
-    done = {name: train(name, INSTANCE[name], out, resume, ["MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *on_features, *seed_opts])}
-    if name in STAGE1_EVALUATED:
-        stage1 = os.path.join(out, "stage1_frozen_cnn", "model_final.pth")
-        metrics, _ = train(f"{name}_stage1", INSTANCE[name], os.path.join(out, "stage1_eval"), resume,
-                           ["MODEL.WEIGHTS", stage1, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *seed_opts], flags=["--eval-only"])
-        done[f"{name}_stage1"] = (metrics, None)  # an evaluation: its time is not a run's
-    return done
-
-
-def run_seed(seed, models, root, features, weights, resume, opts, finetune):
-    """Every model for one seed: {name: (metrics, minutes or None)}; ``finetune`` = (iterations, lr)."""
-    base = os.path.join(root, f"seed{seed}")
-    seed_opts = ["SEED", seed, *opts]
-    done = {}
-    on_features = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features]
-    if "untrained" in models:  # the chance level: VSE0's model as initialized, evaluated
-        done["untrained"] = train("untrained", "vse0", os.path.join(base, "untrained"), resume, [*on_features, *seed_opts],
-                                  flags=["--eval-only"])
-    for name in (m for m in models if m in FROZEN):
-        done[name] = train(name, name, os.path.join(base, name), resume, [*on_features, *seed_opts])
-    for name in (m for m in models if m in TUNED):
-        frozen = os.path.join(base, TUNED[name], "model_final.pth")
-        if not os.path.isfile(frozen):
-            raise FileNotFoundError(f"{name} continues {TUNED[name]}: train it first (list it in --models)")
-        done[name] = train(name, f"{TUNED[name]}_ft", os.path.join(base, name), resume,
-                           ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights,
-                            "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, "SOLVER.STEPS", "()", *seed_opts,
-                            "SOLVER.MAX_ITER", finetune[0], "SOLVER.BASE_LR", finetune[1]])
-    for name in (m for m in models if m in INSTANCE):
-        done.update(run_instance_loss(name, base, features, weights, resume, seed_opts))
-    return done
-
-
-def ft_schedule():
-    """``(iterations, learning rate)`` of the fine-tuning part of ``vsepp_ft.yaml``: its iterations
-    after unfreezing, at the learning rate its one-run schedule has then."""
+def stage1_config_opts(config: str, budget: int):
+    """Paper 001's stage I of ``config`` as a run of its own on a frozen representation: the
+    stage's loss weight, learning rate and ``budget``, no second stage."""
     from detectron2.config import get_cfg
 
     from phrasedet.config import add_phrasedet_config
 
     cfg = get_cfg()
     add_phrasedet_config(cfg)
-    cfg.merge_from_file(_config("vsepp_ft"))
-    start = cfg.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS
-    return cfg.SOLVER.MAX_ITER - start, cfg.SOLVER.BASE_LR * cfg.SOLVER.GAMMA ** sum(s <= start for s in cfg.SOLVER.STEPS)
+    cfg.merge_from_file(_config(config))
+    s = cfg.PHRASEDET.RETRIEVAL_STAGES
+    return ["PHRASEDET.RETRIEVAL_STAGES.ENABLED", False, "MODEL.RETRIEVAL.LOSS.WEIGHT", s.STAGE1_LOSS_WEIGHT,
+            "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", -1, "SOLVER.BASE_LR", s.STAGE1_LR, *budget_opts(budget)]
+
+
+class Comparison:
+    """The runs of one representation: ``<root>/seed<s>/<model>``."""
+
+    def __init__(self, rep, root, features, weights, args):
+        self.rep, self.root, self.features, self.weights, self.args = rep, root, features, weights, args
+        self.on_features = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features]
+        self.select = selection_opts(VAL, args.val_period)
+
+    def models(self):
+        allowed = MODELS if self.rep == "cnn" else ["untrained"] + FROZEN + list(STAGE1_EVALUATED)
+        return [m for m in self.args.models if m in allowed]
+
+    def run_seed(self, seed):
+        """Every model for one seed: {name: (metrics, minutes or None)}."""
+        a, base = self.args, os.path.join(self.root, f"seed{seed}")
+        seed_opts, done = ["SEED", seed, *a.opts], {}
+        models = self.models()
+        if "untrained" in models:  # the chance level: VSE0's model as initialized, evaluated
+            done["untrained"] = train("untrained", "vse0", os.path.join(base, "untrained"), a.resume,
+                                      [*self.on_features, *seed_opts], flags=["--eval-only"])
+        for name in (m for m in models if m in FROZEN):
+            done[name] = train(name, name, os.path.join(base, name), a.resume,
+                               [*self.on_features, *budget_opts(a.budget), *self.select, *seed_opts])
+        for name in (m for m in models if m in TUNED):
+            frozen = selected_weights(os.path.join(base, TUNED[name]))
+            done[name] = train(name, f"{TUNED[name]}_ft", os.path.join(base, name), a.resume,
+                               ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights,
+                                "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, *budget_opts(a.finetune_budget),
+                                "SOLVER.BASE_LR", FINETUNE_LR, *self.select, *seed_opts])
+        for name in (m for m in models if m in INSTANCE):
+            done.update(self.run_instance_loss(name, base, seed_opts))
+        return done
+
+    def run_instance_loss(self, name, base, seed_opts):
+        """Paper 001's ``name``: {name: (metrics, minutes)[, name_stage1: (metrics, None)]} on the
+        cnn; on the oracle, the stage-I model alone {name_stage1: (metrics, minutes)}."""
+        a, out = self.args, os.path.join(base, name)
+        if self.rep != "cnn":
+            return {f"{name}_stage1": train(f"{name}_stage1", INSTANCE[name], out, a.resume,
+                                            [*self.on_features, *stage1_config_opts(INSTANCE[name], a.budget),
+                                             *self.select, *seed_opts])}
+        # stage I on the CNN's features when it has trained weights (a random CNN: on pixels, frozen)
+        on_features = ["PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", self.features] if self.weights else []
+        stages = [*on_features, "PHRASEDET.RETRIEVAL_STAGES.STAGE1_ITERS", a.budget, "PHRASEDET.RETRIEVAL_STAGES.STAGE1_STEPS",
+                  f"[{a.budget // 2}]", *budget_opts(a.finetune_budget)]
+        if name == "one_stage":  # both losses and the fine-tuned CNN from the start, the iterations of both stages
+            stages = budget_opts(a.budget + a.finetune_budget)
+        done = {name: train(name, INSTANCE[name], out, a.resume,
+                            ["MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *stages, *self.select, *seed_opts])}
+        if name in STAGE1_EVALUATED:
+            stage1 = selected_weights(os.path.join(out, "stage1_frozen_cnn"))
+            metrics, _ = train(f"{name}_stage1", INSTANCE[name], os.path.join(out, "stage1_eval"), a.resume,
+                               ["MODEL.WEIGHTS", stage1, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *seed_opts],
+                               flags=["--eval-only"])
+            done[f"{name}_stage1"] = (metrics, None)  # an evaluation: its time is not a run's
+        return done
+
+    def curves(self, seeds):
+        """{model: [metrics.json of each seed's run]} of the runs that trained with selection."""
+        files = {}
+        for model in self.models():
+            if model == "untrained":
+                continue
+            for seed in seeds:
+                run = os.path.join(self.root, f"seed{seed}", model)
+                if model in INSTANCE and self.rep == "cnn":
+                    files.setdefault(f"{model}, stage I", []).append(os.path.join(run, "stage1_frozen_cnn", "metrics.json"))
+                    files.setdefault(model, []).append(os.path.join(run, "stage2_finetune", "metrics.json"))
+                else:
+                    files.setdefault(model if model not in INSTANCE else f"{model}_stage1", []).append(
+                        os.path.join(run, "metrics.json"))
+        return files
+
+
+def representation_inputs(rep, root, args):
+    """(features folder, CNN weights or '') of a representation."""
+    if rep == "oracle":
+        return oracle_features(root, args.resume)["global"], ""
+    weights = pretrained_cnn(args.backbone_weights)
+    print(f"image CNN: {weights or 'random initialization'}", flush=True)
+    return extract_features(root, weights, args.resume, args.opts), weights
 
 
 def main(argv=None):
@@ -127,38 +189,44 @@ def main(argv=None):
     p.add_argument("--output-root", default=os.path.join(ROOT, "output", "retrieval_compare"))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
-    p.add_argument("--backbone-weights", default="", help="a detector checkpoint, or 'none' for a random CNN")
-    p.add_argument("--finetune-iters", type=int, default=None,
-                   help="iterations of the fine-tuned rows (default: vsepp_ft.yaml's, after unfreezing)")
+    p.add_argument("--representations", nargs="+", default=list(REPRESENTATIONS), choices=REPRESENTATIONS)
+    p.add_argument("--backbone-weights", default="", help="the CNN (default: the built-in pretrained CNN); 'none': random")
+    p.add_argument("--budget", type=int, default=3000, help="iterations of every model trained on a frozen representation")
+    p.add_argument("--finetune-budget", type=int, default=600, help="iterations of every run that fine-tunes the CNN")
+    p.add_argument("--val-period", type=int, default=100, help="iterations between two validations")
     p.add_argument("--resume", action="store_true")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
-    start = time.perf_counter()
-    iters, lr = ft_schedule()
-    finetune = (iters if args.finetune_iters is None else args.finetune_iters, lr)
-    weights = detector_checkpoint(args.backbone_weights, args.output_root, args.resume)
-    print(f"image CNN: {weights or 'random initialization'}", flush=True)
-    needs_features = any(m not in INSTANCE for m in args.models) or bool(weights)
-    features = extract_features(args.output_root, weights, args.resume, args.opts) if needs_features else None
-    runs, minutes = {}, {}
-    for seed in args.seeds:
-        print(f"seed {seed}", flush=True)
-        for name, (metrics, spent) in run_seed(seed, args.models, args.output_root, features, weights, args.resume, args.opts,
-                                                  finetune).items():
-            runs.setdefault(name, []).append(metrics)
-            if spent is not None:
-                minutes.setdefault(name, []).append(spent)
-    mean_minutes = {m: sum(v) / len(v) for m, v in minutes.items()}
-    verdicts = claim_verdicts(runs)
-    print(f"\nBuilt-in test split (150 images, 750 captions), seeds {', '.join(map(str, args.seeds))}; "
-          f"{(time.perf_counter() - start) / 60:.1f} min in all\n")
-    print(format_seed_table(runs, mean_minutes))
-    print()
-    print(format_claims(verdicts))
-    specificity = caption_specificity(args.opts)
+    start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget,
+                                           "finetune_budget": args.finetune_budget, "representations": {}}
+    for rep in args.representations:
+        root = os.path.join(args.output_root, rep)
+        features, weights = representation_inputs(rep, root, args)
+        comparison = Comparison(rep, root, features, weights, args)
+        runs, minutes = {}, {}
+        for seed in args.seeds:
+            print(f"{rep}, seed {seed}", flush=True)
+            for name, (metrics, spent) in comparison.run_seed(seed).items():
+                runs.setdefault(name, []).append(metrics)
+                if spent is not None:
+                    minutes.setdefault(name, []).append(spent)
+        mean_minutes = {m: sum(v) / len(v) for m, v in minutes.items()}
+        verdicts = claim_verdicts(runs)
+        print(f"\n{rep}: built-in test split (150 images, 750 captions), seeds {', '.join(map(str, args.seeds))}, "
+              f"budget {args.budget} (fine-tuning {args.finetune_budget}), best validation snapshot tested\n")
+        print(format_seed_table(runs, mean_minutes))
+        print()
+        print(format_claims(verdicts))
+        plateaus = draw_curves(comparison.curves(args.seeds), os.path.join(root, "learning_curves.png"),
+                               f"Retrieval, {rep}: validation rsum (builtin_flickr30k_captions_val)")
+        print(plateaus)
+        summary["representations"][rep] = {"backbone_weights": weights, "features": features, "runs": runs,
+                                           "minutes": mean_minutes, "verdicts": verdicts}
+    summary["caption_specificity"] = caption_specificity(args.opts)
+    print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
+    os.makedirs(args.output_root, exist_ok=True)
     with open(os.path.join(args.output_root, "comparison.json"), "w") as f:
-        json.dump({"seeds": args.seeds, "backbone_weights": weights, "runs": runs, "minutes": mean_minutes,
-                   "verdicts": verdicts, "caption_specificity": specificity}, f, indent=1)
+        json.dump(summary, f, indent=1)
 
 
 def caption_specificity(opts):

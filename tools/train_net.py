@@ -28,7 +28,8 @@ import phrasedet  # noqa: F401  (registers datasets and models)
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE
 from phrasedet.engine import (PhrasedetTrainer, build_recipe_model, dataset_task, finish_distributed, run_recipe,
-                              run_retrieval_stages)
+                              run_retrieval_stages, run_selected, selection_of)
+from phrasedet.engine.trainer import caption_records
 from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 from phrasedet.utils import save_pointing_visualizations, save_test_visualizations
 
@@ -60,7 +61,8 @@ def visualize(cfg, model, num_images=4):
         log.info("Saved %d pictures of test detections in %s", len(paths), out)
     for name in (n for n, task in tasks.items() if task == POINTING_EVALUATOR_TYPE and hasattr(model, "heatmaps")):
         out = os.path.join(cfg.OUTPUT_DIR, "visualizations", name)
-        paths = save_pointing_visualizations(cfg, model, name, out, cfg.TEST.POINTING.NUM_VISUALIZE)
+        paths = save_pointing_visualizations(cfg, model, name, out, cfg.TEST.POINTING.NUM_VISUALIZE,
+                                             records=caption_records(cfg, [name]))
         log.info("Saved %d heatmap pictures of %s in %s", len(paths), name, out)
 
 
@@ -87,6 +89,11 @@ def run(args):
     if cfg.PHRASEDET.RETRIEVAL_STAGES.ENABLED:
         model, results, final_model = run_retrieval_stages(cfg, resume=args.resume)
         write_results(cfg, results, final_model)
+        return results
+    if selection_of(cfg) is not None:  # validated periodically; the best model is tested
+        model, results, selected = run_selected(cfg, resume=args.resume)
+        visualize(cfg, model)
+        write_results(cfg, results, selected)
         return results
     trainer = PhrasedetTrainer(cfg)
     trainer.resume_or_load(resume=args.resume)

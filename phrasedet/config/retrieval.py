@@ -9,9 +9,9 @@ def add_retrieval_config(cfg):
     """Keys of ``ImageTextEmbedding``, its caption mapper and the retrieval evaluator."""
     _C = cfg
     _C.MODEL.RETRIEVAL = CN()
-    # Image input: "pixels" (a Detectron2 backbone on the image) or "features" (precomputed rows, IMAGE_FEATURES_DIR).
+    # Image input: "pixels" (a Detectron2 backbone on the image), "features" (precomputed pooled rows, IMAGE_FEATURES_DIR) or "maps" (precomputed pre-pooling maps [C, h, w] per image, IMAGE_FEATURES_DIR, in place of the backbone's: the built-in oracle's spatial form).
     _C.MODEL.RETRIEVAL.IMAGE_INPUT = "pixels"
-    # Precomputed image features for IMAGE_INPUT "features": <dir>/<dataset name>.npy, one row per image in the split's order (tools/extract_image_features.py writes them).
+    # Precomputed image features for IMAGE_INPUT "features" or "maps": <dir>/<dataset name>.npy, one row per image in the split's order (tools/extract_image_features.py writes features; tools/make_oracle_features.py both).
     _C.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR = ""
     # A checkpoint whose backbone tensors ("backbone.*", e.g. a Detectron2 detector such as the phrase-detection recipe's stage1_detector, or "image_encoder.backbone.*") initialize the image backbone; "" = none (MODEL.WEIGHTS still loads whole models).
     _C.MODEL.RETRIEVAL.BACKBONE_WEIGHTS = ""

@@ -5,6 +5,7 @@ from .datasets import *  # noqa: F401,F403
 from .caption_mapper import CaptionDatasetMapper
 from .dataset_mapper import PhraseDatasetMapper
 from .pointing_mapper import PointingDatasetMapper, phrase_detector_pointing_mapper
+from .label_mapper import ImageLabelsMapper
 from .image_features import attach_image_features, write_image_features
 from .statistics import training_vocabulary
 from .phrase_sampling import choose_phrases, sampling_weights

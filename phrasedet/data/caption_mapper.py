@@ -28,7 +28,7 @@ from detectron2.data import detection_utils as utils
 from detectron2.data import transforms as T
 from fvcore.transforms.transform import CropTransform
 
-from .image_features import read_feature_row
+from .image_features import stored_image, stored_image_input
 
 __all__ = ["CaptionDatasetMapper", "CenterCrop", "RESIZE_MODES"]
 
@@ -101,17 +101,15 @@ class CaptionDatasetMapper:
     def from_config(cls, cfg, is_train: bool = True):
         return {
             "is_train": is_train,
-            "augmentations": [] if cfg.MODEL.RETRIEVAL.IMAGE_INPUT == "features" else build_caption_augmentations(cfg, is_train),
+            "augmentations": [] if stored_image_input(cfg) else build_caption_augmentations(cfg, is_train),
             "image_format": cfg.INPUT.FORMAT,
             "captions_per_image": cfg.INPUT.RETRIEVAL.CAPTIONS_PER_IMAGE,
-            "use_features": cfg.MODEL.RETRIEVAL.IMAGE_INPUT == "features",
+            "use_features": stored_image_input(cfg),
         }
 
     def _image(self, record) -> dict:
         if self.use_features:
-            if "feature_file" not in record:
-                raise KeyError(f"image {record.get('image_id')!r} has no precomputed feature (no 'feature_file' in its record)")
-            return {"image_feature": torch.from_numpy(read_feature_row(record["feature_file"], record["feature_row"]))}
+            return {"image_feature": stored_image(record)}
         image = utils.read_image(record["file_name"], format=self.image_format)
         utils.check_image_size(record, image)
         aug = T.AugInput(image)

@@ -17,7 +17,29 @@ from phrasedet.paths import resolve_data_path
 
 from .datasets.common import BadAnnotationError
 
-__all__ = ["features_path", "attach_image_features", "read_feature_row", "feature_dim", "write_image_features"]
+__all__ = ["STORED_IMAGE_INPUTS", "features_path", "attach_image_features", "read_feature_row", "feature_dim",
+           "write_image_features", "stored_image_input", "stored_image"]
+
+#: ``MODEL.RETRIEVAL.IMAGE_INPUT`` values read from IMAGE_FEATURES_DIR instead of pixels.
+STORED_IMAGE_INPUTS = ("features", "maps")
+
+
+def stored_image_input(cfg) -> bool:
+    """Whether the config's model reads precomputed rows (pooled features or maps) instead of pixels."""
+    return cfg.MODEL.RETRIEVAL.IMAGE_INPUT in STORED_IMAGE_INPUTS
+
+
+def stored_image(record: dict):
+    """The precomputed row of a record (:func:`attach_image_features`) as a float32 tensor ([F] or [C, h, w]).
+
+    Raises:
+        KeyError: naming the image when its record carries no ``feature_file``.
+    """
+    import torch
+
+    if "feature_file" not in record:
+        raise KeyError(f"image {record.get('image_id')!r} has no precomputed feature (no 'feature_file' in its record)")
+    return torch.from_numpy(read_feature_row(record["feature_file"], record["feature_row"]))
 
 
 def features_path(features_dir: str, dataset_name: str) -> str:
@@ -27,7 +49,8 @@ def features_path(features_dir: str, dataset_name: str) -> str:
 
 @lru_cache(maxsize=32)
 def _open(path: str) -> np.ndarray:
-    """The memory-mapped [images, dims] array of numbers of a features file.
+    """The memory-mapped [images, dims] (pooled features) or [images, C, h, w] (pre-pooling maps)
+    array of numbers of a features file.
 
     Raises:
         FileNotFoundError: naming the file and the tool that writes it.
@@ -39,19 +62,19 @@ def _open(path: str) -> np.ndarray:
     array = load_array_file(path, "image features", mmap_mode="r")
     if not isinstance(array, np.ndarray):
         raise BadAnnotationError(f"{path}: expected a .npy array, got a .npz archive")
-    if array.ndim != 2 or not np.issubdtype(array.dtype, np.number):
-        raise BadAnnotationError(f"{path}: expected a [images, dims] array of numbers, got shape {array.shape}, "
-                                 f"dtype {array.dtype}")
+    if array.ndim not in (2, 4) or not np.issubdtype(array.dtype, np.number):
+        raise BadAnnotationError(f"{path}: expected a [images, dims] or [images, C, h, w] array of numbers, got shape "
+                                 f"{array.shape}, dtype {array.dtype}")
     return array
 
 
 def feature_dim(path: str) -> int:
-    """F of a features file."""
+    """F of a features file (C of a maps file)."""
     return int(_open(path).shape[1])
 
 
 def read_feature_row(path: str, row: int) -> np.ndarray:
-    """Row ``row`` of a features file as float32 [F].
+    """Row ``row`` of a features file as float32 [F] ([C, h, w] for a maps file).
 
     Raises:
         BadAnnotationError: naming the file and the row when a value is NaN or infinite (it would
@@ -100,11 +123,12 @@ def attach_image_features(records: list, dataset_name: str, features_dir: str) -
     return [{**r, "feature_file": path, "feature_row": i} for i, r in enumerate(records)]
 
 
-def write_image_features(features_dir: str, dataset_name: str, features: np.ndarray, image_ids) -> str:
-    """Write ``<dataset_name>.npy`` (float32 [N, F]) and ``<dataset_name>.txt`` (the ids); returns the npy path."""
+def write_image_features(features_dir: str, dataset_name: str, features: np.ndarray, image_ids, dtype=np.float32) -> str:
+    """Write ``<dataset_name>.npy`` ([N, F] or [N, C, h, w], ``dtype``) and ``<dataset_name>.txt``
+    (the ids); returns the npy path."""
     os.makedirs(os.path.expanduser(features_dir), exist_ok=True)
     path = features_path(features_dir, dataset_name)
-    np.save(path, np.asarray(features, dtype=np.float32))
+    np.save(path, np.asarray(features, dtype=dtype))
     with open(path[: -len(".npy")] + ".txt", "w", encoding="utf-8") as f:
         f.writelines(f"{i}\n" for i in image_ids)
     _open.cache_clear()

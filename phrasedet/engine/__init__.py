@@ -6,4 +6,5 @@ from .hooks import BackboneUnfreezeHook
 from .optimizer import build_optimizer, with_global_norm_clipping
 from .recipe import build_recipe_model, run_recipe
 from .retrieval_stages import run_retrieval_stages
+from .selected_training import run_selected, selection_of
 from .trainer import PhrasedetTrainer, PhraseTrainer, dataset_task

@@ -11,11 +11,15 @@
    from ``FREEZE_BACKBONE_ITERS``), starting from stage I's weights (the CNN from
    ``MODEL.RETRIEVAL.BACKBONE_WEIGHTS`` when stage I ran on features); evaluated on ``DATASETS.TEST``.
 
+With ``PHRASEDET.SELECTION`` (:mod:`.selected_training`) each stage validates periodically and
+keeps its best model: stage II starts from stage I's best, and stage II's best is tested.
+
 ``--resume`` continues in the interrupted stage; a finished stage I is not run again.
 """
 import logging
 
-from .stages import Stage, load_weights, run_stages, stage_config, stage_solver
+from .selected_training import selection_of
+from .stages import Stage, evaluate_weights, load_weights, run_stages, stage_config, stage_solver
 
 __all__ = ["retrieval_stages", "run_retrieval_stages"]
 
@@ -44,8 +48,9 @@ def _check(cfg) -> None:
 def retrieval_stages(cfg):
     """[stage I, stage II] of ``cfg`` (see the module docstring)."""
     _check(cfg)
-    s = cfg.PHRASEDET.RETRIEVAL_STAGES
-    c1 = stage_config(cfg, STAGE_DIRS[0], evaluate=False, **stage_solver(s.STAGE1_ITERS, s.STAGE1_LR, s.STAGE1_STEPS, cfg))
+    s, selection = cfg.PHRASEDET.RETRIEVAL_STAGES, selection_of(cfg)
+    c1 = stage_config(cfg, STAGE_DIRS[0], evaluate=False, selection=selection,
+                      **stage_solver(s.STAGE1_ITERS, s.STAGE1_LR, s.STAGE1_STEPS, cfg))
     c1.defrost()
     c1.MODEL.WEIGHTS = cfg.MODEL.WEIGHTS
     c1.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS = -1
@@ -56,21 +61,28 @@ def retrieval_stages(cfg):
     if on_features:
         c1.MODEL.RETRIEVAL.IMAGE_INPUT = "features"
         c1.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR = s.STAGE1_IMAGE_FEATURES_DIR
-        c1.TEST.RETRIEVAL.FLIP_AVERAGE = False  # stage I is not evaluated
+        c1.TEST.RETRIEVAL.FLIP_AVERAGE = False  # features have no flip
     c1.freeze()
-    stage1 = Stage(STAGE_DIRS[0], c1, cfg.PHRASEDET.SOLVER.OPTIMIZER)
+    stage1 = Stage(STAGE_DIRS[0], c1, cfg.PHRASEDET.SOLVER.OPTIMIZER, selection=selection)
 
     def prepare_finetune(model):
         # a features model has no backbone: the pixel model's comes from BACKBONE_WEIGHTS
-        load_weights(model, stage1.final_weights, may_miss=("image_encoder.backbone.",) if on_features else ())
+        load_weights(model, stage1.selected_weights, may_miss=("image_encoder.backbone.",) if on_features else ())
 
-    c2 = stage_config(cfg, STAGE_DIRS[1], evaluate=True)
-    return [stage1, Stage(STAGE_DIRS[1], c2, cfg.PHRASEDET.SOLVER.OPTIMIZER, prepare_finetune)]
+    c2 = stage_config(cfg, STAGE_DIRS[1], evaluate=selection is None, selection=selection)
+    return [stage1, Stage(STAGE_DIRS[1], c2, cfg.PHRASEDET.SOLVER.OPTIMIZER, prepare_finetune, selection=selection)]
 
 
 def run_retrieval_stages(cfg, resume: bool = False):
-    """Run both stages. Returns (final model, stage II's results, the final weights' path)."""
+    """Run both stages. Returns (final model, stage II's results, the tested weights' path: stage
+    II's last, or with ``PHRASEDET.SELECTION`` its best)."""
     stages = retrieval_stages(cfg)
-    model, results = run_stages(stages, resume)
-    logger.info("Two-stage training finished: final model %s", stages[-1].final_weights)
-    return model, results, stages[-1].final_weights
+    if selection_of(cfg) is None:
+        model, results = run_stages(stages, resume)
+        logger.info("Two-stage training finished: final model %s", stages[-1].final_weights)
+        return model, results, stages[-1].final_weights
+    run_stages(stages, resume, evaluate_last=False)
+    weights = stages[-1].selected_weights
+    logger.info("Two-stage training finished: testing stage II's best model %s", weights)
+    model, results = evaluate_weights(stages[-1], weights, cfg)
+    return model, results, weights

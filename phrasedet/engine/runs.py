@@ -1,17 +1,15 @@
 """Runs of the repository's tools in subprocesses, for the commands that compare models over
 seeds (``tools/compare_retrieval.py``, ``tools/compare_pointing.py``): one ``train_net.py`` run
-per model and seed, skipped by ``--resume`` when finished, and the phrase-aware detector whose
-CNN stands in for ImageNet weights on the built-in data."""
+per model and seed, skipped by ``--resume`` when finished."""
 import json
 import os
 import subprocess
 import sys
 import time
 
-__all__ = ["ROOT", "MAIN_JOB_DETECTOR", "run_tool", "train_run", "detector_checkpoint"]
+__all__ = ["ROOT", "run_tool", "train_run"]
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-MAIN_JOB_DETECTOR = os.path.join(ROOT, "output", "cite_cca", "stage1_detector", "model_final.pth")
 
 
 def run_tool(tool: str, *args, log: str = None) -> float:
@@ -47,22 +45,3 @@ def train_run(name: str, config: str, out: str, resume: bool, opts, flags=()) ->
         metrics = json.load(f)["results"]
     with open(timing) as f:
         return metrics, json.load(f)["minutes"]
-
-
-def detector_checkpoint(arg: str, root: str, resume: bool) -> str:
-    """The detector checkpoint whose backbone is the pretrained CNN: ``arg`` when given, ``''`` for
-    ``"none"`` (random initialization), else the main job's (``make demo``) when it exists, else
-    ``configs/qa_rcnn.yaml`` trained into ``<root>/detector`` (the same detector)."""
-    if arg == "none":
-        return ""
-    if arg:
-        return arg
-    if os.path.isfile(MAIN_JOB_DETECTOR):
-        return MAIN_JOB_DETECTOR
-    out = os.path.join(root, "detector")
-    path = os.path.join(out, "model_final.pth")
-    if not (resume and os.path.isfile(path)):
-        print(f"training the phrase-aware detector whose CNN the models start from ({out}) ...", flush=True)
-        run_tool("train_net.py", "--config-file", os.path.join(ROOT, "configs", "qa_rcnn.yaml"), "OUTPUT_DIR", out,
-                 "DATASETS.TEST", "()")
-    return path

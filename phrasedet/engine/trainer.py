@@ -30,11 +30,15 @@ from detectron2.data import (DatasetCatalog, MetadataCatalog, build_detection_te
 from detectron2.engine import DefaultTrainer
 from detectron2.utils import comm
 
-from phrasedet.data import (CaptionDatasetMapper, PhraseDatasetMapper, PointingDatasetMapper, attach_image_features,
-                            phrase_detector_pointing_mapper)
-from phrasedet.data.datasets import EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE
+from phrasedet.data import (CaptionDatasetMapper, ImageLabelsMapper, PhraseDatasetMapper, PointingDatasetMapper,
+                            attach_image_features, phrase_detector_pointing_mapper)
+from phrasedet.data.datasets import (EVALUATOR_TYPE, IMAGE_LABELS_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE,
+                                     RETRIEVAL_EVALUATOR_TYPE)
+from phrasedet.data.synthetic.labels import label_groups
+from phrasedet.data.image_features import stored_image_input
 from phrasedet.data.train_stream import ResumableTrainStream, build_resumable_train_loader
-from phrasedet.evaluation import PhraseDetectionEvaluator, PointingGameEvaluator, RetrievalEvaluator, test_vocabulary
+from phrasedet.evaluation import (ImageLabelsEvaluator, PhraseDetectionEvaluator, PointingGameEvaluator, RetrievalEvaluator,
+                                  test_vocabulary)
 from phrasedet.modeling.checkpoint import PhrasedetCheckpointer
 from phrasedet.modeling.losses import RankingLoss
 
@@ -47,7 +51,7 @@ from .phrase_filtering import PHRASE_FILTER_FILE, build_phrase_filter, check_phr
 __all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "build_train_loader", "dataset_task", "exact_resume_supported"]
 
 logger = logging.getLogger("phrasedet.engine")
-TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE)
+TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, IMAGE_LABELS_EVALUATOR_TYPE)
 
 
 def dataset_task(name: str) -> str:
@@ -70,8 +74,9 @@ def _train_task(cfg) -> str:
 
 
 def caption_records(cfg, names) -> list:
-    """The records of caption splits ``names``, with precomputed features attached when the model reads them."""
-    features = cfg.MODEL.RETRIEVAL.IMAGE_INPUT == "features"
+    """The records of caption (or pointing) splits ``names``, with precomputed features or maps
+    attached when the model reads them."""
+    features = stored_image_input(cfg)
     records = []
     for name in names:
         split = DatasetCatalog.get(name)
@@ -121,7 +126,7 @@ def _caption_test_loader(cfg, dataset_name):
 def _pointing_test_loader(cfg, dataset_name):
     if cfg.MODEL.META_ARCHITECTURE == "PhraseRCNN":
         return build_detection_test_loader(cfg, dataset_name, mapper=phrase_detector_pointing_mapper(cfg))
-    return build_detection_test_loader(DatasetCatalog.get(dataset_name), mapper=PointingDatasetMapper(cfg),
+    return build_detection_test_loader(caption_records(cfg, [dataset_name]), mapper=PointingDatasetMapper(cfg),
                                        batch_size=cfg.TEST.POINTING.IMS_PER_BATCH, num_workers=cfg.DATALOADER.NUM_WORKERS)
 
 
@@ -154,10 +159,19 @@ def _pointing_evaluator(cfg, dataset_name, output_folder, model):
                                  save_predictions=t.SAVE_PREDICTIONS)
 
 
+def _image_labels_test_loader(cfg, dataset_name):
+    return build_detection_test_loader(DatasetCatalog.get(dataset_name), mapper=ImageLabelsMapper(cfg, is_train=False),
+                                       batch_size=cfg.TEST.RETRIEVAL.IMS_PER_BATCH, num_workers=cfg.DATALOADER.NUM_WORKERS)
+
+
+def _image_labels_evaluator(cfg, dataset_name, output_folder, model):
+    return ImageLabelsEvaluator(dataset_name, label_groups(cfg.PHRASEDET.PRETRAINING.LABEL_GROUPS))
+
+
 TEST_LOADERS = {EVALUATOR_TYPE: _phrase_test_loader, RETRIEVAL_EVALUATOR_TYPE: _caption_test_loader,
-                POINTING_EVALUATOR_TYPE: _pointing_test_loader}
+                POINTING_EVALUATOR_TYPE: _pointing_test_loader, IMAGE_LABELS_EVALUATOR_TYPE: _image_labels_test_loader}
 EVALUATORS = {EVALUATOR_TYPE: _phrase_evaluator, RETRIEVAL_EVALUATOR_TYPE: _retrieval_evaluator,
-              POINTING_EVALUATOR_TYPE: _pointing_evaluator}
+              POINTING_EVALUATOR_TYPE: _pointing_evaluator, IMAGE_LABELS_EVALUATOR_TYPE: _image_labels_evaluator}
 
 
 def broadcast_buffers(model) -> None:
@@ -182,10 +196,14 @@ class PhrasedetTrainer(DefaultTrainer):
 
     @classmethod
     def build_train_loader(cls, cfg):
-        if _train_task(cfg) == RETRIEVAL_EVALUATOR_TYPE:
+        task = _train_task(cfg)
+        if task == RETRIEVAL_EVALUATOR_TYPE:
             # no aspect-ratio grouping: every image of a batch is resized to one square size
             return build_train_loader(cfg, caption_records(cfg, cfg.DATASETS.TRAIN), CaptionDatasetMapper(cfg, is_train=True),
                                       aspect_ratio_grouping=False)
+        if task == IMAGE_LABELS_EVALUATOR_TYPE:
+            records = [r for name in cfg.DATASETS.TRAIN for r in DatasetCatalog.get(name)]
+            return build_train_loader(cfg, records, ImageLabelsMapper(cfg, is_train=True), aspect_ratio_grouping=False)
         return build_train_loader(cfg, _phrase_train_records(cfg), PhraseDatasetMapper(cfg, is_train=True),
                                   cfg.DATALOADER.ASPECT_RATIO_GROUPING)
 

@@ -8,7 +8,7 @@ Per family: ``meta_arch/phrase_rcnn.py``, ``roi_heads/`` and ``classifiers/`` (p
 ``losses/`` and ``cca/`` (linear and Deep CCA, their fitting and files, CCA-initialized layers;
 the CCA and Deep CCA region classifiers that use them are in ``classifiers/``).
 """
-from . import classifiers, meta_arch, roi_heads, sentence_encoders  # noqa: F401
+from . import backbone, classifiers, meta_arch, roi_heads, sentence_encoders  # noqa: F401
 from .classifiers import REGION_CLASSIFIER_REGISTRY, PhraseTargets, build_region_classifier
 from .meta_arch import DSVELoc, ImageTextEmbedding, PhraseRCNN
 from .phrase_features import PhraseFeatureBank, build_phrase_feature_bank

@@ -6,15 +6,39 @@
   -> projection. :meth:`PixelImageEncoder.maps` gives the pre-pooling maps (DSVE-loc's
   heatmaps). The backbone can be frozen (no gradient, BatchNorm in inference mode), fine-tuned,
   or frozen until an iteration (:attr:`backbone_trainable`, set by the trainer).
+  With a :class:`StoredMapsBackbone` in place of the backbone, the maps are precomputed
+  (``MODEL.RETRIEVAL.IMAGE_INPUT "maps"``: the built-in oracle's spatial form) and everything
+  after the backbone is the same.
 * :class:`FeatureImageEncoder`: a precomputed pooled feature -> the same normalization and
   projection. Features written by ``tools/extract_image_features.py`` are the pixel encoder's
   pooled features, so both paths give the same embedding for the same weights.
 """
 import torch
 import torch.nn.functional as F
+from detectron2.layers import ShapeSpec
+from detectron2.modeling import Backbone
 from torch import nn
 
-__all__ = ["PixelImageEncoder", "FeatureImageEncoder"]
+__all__ = ["PixelImageEncoder", "FeatureImageEncoder", "StoredMapsBackbone"]
+
+
+class StoredMapsBackbone(Backbone):
+    """A stand-in backbone whose input is already its output: precomputed maps [B, C, h, w] ->
+    ``{"maps": the same tensor}``. No parameters; for ``MODEL.RETRIEVAL.IMAGE_INPUT "maps"``."""
+
+    FEATURE = "maps"
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.channels = int(channels)
+
+    def forward(self, x: torch.Tensor) -> dict:
+        if x.dim() != 4 or x.shape[1] != self.channels:
+            raise ValueError(f"stored maps must be [B, {self.channels}, h, w], got {list(x.shape)}")
+        return {self.FEATURE: x}
+
+    def output_shape(self) -> dict:
+        return {self.FEATURE: ShapeSpec(channels=self.channels, stride=1)}
 
 
 class PixelImageEncoder(nn.Module):

@@ -2,6 +2,7 @@
 or ids ``.txt`` attaches, or fails with a BadFileError naming it; plain tests pin typical messages."""
 import io
 import os
+import re
 
 import numpy as np
 import pytest
@@ -49,9 +50,25 @@ def test_ids_txt(tmp_path_factory, data):
 
 def test_features_of_strings(tmp_path):
     np.save(tmp_path / "s.npy", np.array([["x", "y"], ["z", "w"]]))
-    with pytest.raises(BadAnnotationError, match=r"s\.npy: expected a \[images, dims\] array of numbers, got shape "
-                                                 r"\(2, 2\), dtype <U1$"):
+    with pytest.raises(BadAnnotationError, match=r"s\.npy: expected a \[images, dims\] or \[images, C, h, w\] array of "
+                                                 r"numbers, got shape \(2, 2\), dtype <U1$"):
         feature_dim(str(tmp_path / "s.npy"))
+
+
+@pytest.mark.parametrize("shape", [(2,), (2, 3, 4), (2, 1, 1, 1, 1)])
+def test_features_of_another_rank(tmp_path, shape):
+    np.save(tmp_path / "s.npy", np.zeros(shape, np.float32))
+    with pytest.raises(BadAnnotationError, match=rf"s\.npy: expected a \[images, dims\] or \[images, C, h, w\] array of "
+                                                 rf"numbers, got shape {re.escape(str(shape))}, dtype float32$"):
+        feature_dim(str(tmp_path / "s.npy"))
+
+
+def test_maps_are_read_a_row_at_a_time_in_their_shape(tmp_path):
+    maps = np.arange(2 * 3 * 2 * 2, dtype=np.uint8).reshape(2, 3, 2, 2)
+    np.save(tmp_path / "s.npy", maps)
+    assert feature_dim(str(tmp_path / "s.npy")) == 3
+    row = read_feature_row(str(tmp_path / "s.npy"), 1)
+    assert row.dtype == np.float32 and row.shape == (3, 2, 2) and (row == maps[1]).all()
 
 
 def test_features_file_that_is_truncated(tmp_path):

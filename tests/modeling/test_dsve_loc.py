@@ -55,14 +55,14 @@ def test_inference_on_pointing_inputs_gives_one_point_per_query_from_the_heatmap
     x = PointingDatasetMapper(cfg)(_record(builtin_root))
     assert x["image"].shape == (3, 64, 64)
     out = model([x])[0]
-    maps = model.image_encoder.maps(model.image_inputs([x]))[0]  # [12, 4, 4] at res4 of a 64 x 64 image
+    maps = model.image_encoder.maps(model.image_inputs([x]))[0]  # [12, 8, 8] at res4 (stride 8) of a 64 x 64 image
     projected = torch.einsum("dc,chw->dhw", model.image_encoder.projection.weight, maps)
     texts = model.embed_captions(["red cross", "the triangle"])
     expected = text_heatmaps(projected, texts, 4, "value")
     assert torch.allclose(out["heatmaps"], expected, atol=1e-5)
     for heat, point in zip(expected, out["points"]):
-        row, col = divmod(int(heat.argmax()), 4)
-        assert point.tolist() == pytest.approx([(col + 0.5) * 128 / 4, (row + 0.5) * 96 / 4])  # the cell centre (the config), original pixels
+        row, col = divmod(int(heat.argmax()), 8)
+        assert point.tolist() == pytest.approx([(col + 0.5) * 128 / 8, (row + 0.5) * 96 / 8])  # the cell centre (the config), original pixels
 
 
 def test_with_average_pooling_the_embedding_is_the_mean_of_the_projected_maps_plus_bias(builtin_root):
@@ -114,3 +114,33 @@ def test_adaptation_frozen_with_the_backbone_gets_no_gradient(builtin_root):
 def test_config_errors(builtin_root, opts, message):
     with pytest.raises(ValueError, match=message):
         build_model(_cfg(*opts))
+
+
+def test_stored_cnn_maps_give_the_pixel_models_embeddings_heatmaps_and_points(builtin_root, tmp_path):
+    """The shortcut behind compare_pointing's cnn rows: a frozen CNN's maps computed once
+    (extract_image_features(maps=True)) and read back (IMAGE_INPUT maps) give what the same model
+    computes from pixels, on the data the project generates."""
+    from phrasedet.data import CaptionDatasetMapper
+    from phrasedet.engine.feature_extraction import extract_image_features
+    from phrasedet.engine.trainer import caption_records
+
+    captions, pointing = "builtin_flickr30k_captions_val", "builtin_flickr30k_pointing_val"
+    pixel = _build()
+    cfg = _cfg()
+    # the model reads the size of its maps from its training split's file
+    extract_image_features(cfg, pixel, ["builtin_flickr30k_captions_train", captions, pointing], str(tmp_path), maps=True)
+    stored_opts = ("MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", str(tmp_path))
+    stored = _build(*stored_opts)
+    head = {k: v for k, v in pixel.state_dict().items() if not k.startswith("image_encoder.backbone.")}
+    stored.load_state_dict(head, strict=True)
+    stored.eval()
+    scfg = _cfg(*stored_opts)
+    with torch.no_grad():
+        records = DatasetCatalog.get(captions)[:12]
+        from_pixels = pixel.embed_images([CaptionDatasetMapper(cfg, is_train=False)(r) for r in records])
+        from_maps = stored.embed_images([CaptionDatasetMapper(scfg, is_train=False)(r)
+                                         for r in caption_records(scfg, [captions])[:12]])
+        assert torch.allclose(from_pixels, from_maps, atol=1e-5)
+        for a, b in zip(DatasetCatalog.get(pointing)[:6], caption_records(scfg, [pointing])[:6]):
+            pa, pb = pixel([PointingDatasetMapper(cfg)(a)])[0], stored([PointingDatasetMapper(scfg)(b)])[0]
+            assert torch.allclose(pa["heatmaps"], pb["heatmaps"], atol=1e-4) and torch.equal(pa["points"], pb["points"])

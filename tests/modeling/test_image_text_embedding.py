@@ -106,7 +106,7 @@ def test_features_path_equals_the_pixel_path(model, tmp_path):
         build_model(feat_cfg)
     feat_cfg.DATASETS.TRAIN = cfg.DATASETS.TEST  # only the test split was extracted
     feat_model = build_model(feat_cfg).eval()
-    assert isinstance(feat_model.image_encoder, FeatureImageEncoder) and feat_model.image_encoder.pooled_dim == 256  # ResNet-18 res4 width
+    assert isinstance(feat_model.image_encoder, FeatureImageEncoder) and feat_model.image_encoder.pooled_dim == 128  # the built-in CNN's res4 width
     state = {k: v for k, v in model.state_dict().items() if not k.startswith(("image_encoder.backbone.", "sentence_encoder."))}
     feat_model.load_state_dict(state, strict=False)
     name = cfg.DATASETS.TEST[0]

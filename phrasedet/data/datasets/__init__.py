@@ -23,6 +23,7 @@ from .pointing import pointing_query, pointing_record, pointing_records_from_gro
 from .referit import load_referit
 from .register import (
     EVALUATOR_TYPE,
+    IMAGE_LABELS_EVALUATOR_TYPE,
     POINTING_EVALUATOR_TYPE,
     RETRIEVAL_EVALUATOR_TYPE,
     register_caption_dataset,
@@ -30,6 +31,7 @@ from .register import (
     register_flickr30k_captions,
     register_flickr30k_entities,
     register_grounding_pointing,
+    register_image_labels_dataset,
     register_pointing_dataset,
     register_referit,
     register_visual_genome_pointing,

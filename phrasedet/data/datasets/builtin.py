@@ -38,6 +38,10 @@ Pointing-game splits (``evaluator_type="pointing"``, records with ``queries``, d
 - ``flickr30k_entities_pointing_{train,val,test}``, ``referit_pointing_{train,val,trainval,test}``
   and ``builtin_{flickr30k,referit}_pointing_{train,val,test}``: one query per annotation of the
   grounding split named in their ``source`` metadata.
+
+Image-labels splits (``evaluator_type="image_labels"``): ``builtin_pretraining_{train,val}``
+(100,000 and 1,000 images), the built-in stand-in for ImageNet
+(:mod:`phrasedet.data.synthetic.pretraining`): images drawn on demand, never the benchmark's.
 """
 import functools
 import os
@@ -57,6 +61,7 @@ from .register import (
     register_caption_dataset,
     register_grounding_dataset,
     register_grounding_pointing,
+    register_image_labels_dataset,
     register_pointing_dataset,
 )
 from .visual_genome import load_visual_genome_pointing
@@ -211,6 +216,7 @@ def register_all_builtin():
                   _meta("referit", "referit", "referit_unc_train", split=split, split_by="unc"))
     _register_caption_builtins()
     _register_pointing_builtins()
+    _register_pretraining_builtins()
 
 
 def _register_caption_builtins():
@@ -247,3 +253,20 @@ def _register_pointing_builtins():
         register_pointing_dataset(name, functools.partial(_real_visual_genome, unseen),
                                   dict(dataset="visual_genome", split="coco_val2014",
                                        exclude_karpathy_splits=RVAL_TRAIN_SPLITS if unseen else ()))
+
+
+#: Images of the built-in pretraining splits.
+PRETRAINING_SIZES = {"train": 100_000, "val": 1_000}
+
+
+def _pretraining_records(split):
+    from phrasedet.data.synthetic.pretraining import pretraining_records
+
+    return pretraining_records(split, PRETRAINING_SIZES[split])
+
+
+def _register_pretraining_builtins():
+    """The image-labels names of the pretraining split (records made on first use, images drawn when read)."""
+    for split in PRETRAINING_SIZES:
+        register_image_labels_dataset(f"builtin_pretraining_{split}", functools.partial(_pretraining_records, split),
+                                      dict(dataset="builtin_pretraining", split=split, builtin=True))

@@ -15,7 +15,8 @@ __all__ = [
     "register_flickr30k_entities", "register_referit", "register_grounding_dataset", "EVALUATOR_TYPE",
     "register_caption_dataset", "register_flickr30k_captions", "register_coco_karpathy", "register_vsepp_precomp",
     "RETRIEVAL_EVALUATOR_TYPE", "POINTING_EVALUATOR_TYPE", "register_pointing_dataset",
-    "register_visual_genome_pointing", "register_grounding_pointing",
+    "register_visual_genome_pointing", "register_grounding_pointing", "IMAGE_LABELS_EVALUATOR_TYPE",
+    "register_image_labels_dataset",
 ]
 
 # MetadataCatalog evaluator_type of every phrase-grounding split (phrase mAP + localization).
@@ -24,6 +25,8 @@ EVALUATOR_TYPE = "phrase_detection"
 RETRIEVAL_EVALUATOR_TYPE = "retrieval"
 # MetadataCatalog evaluator_type of every pointing-game split (records with "queries").
 POINTING_EVALUATOR_TYPE = "pointing"
+# MetadataCatalog evaluator_type of every image-labels split (the built-in pretraining split: multi-label classification).
+IMAGE_LABELS_EVALUATOR_TYPE = "image_labels"
 
 
 def _register(name, loader, evaluator_type, metadata):
@@ -144,3 +147,9 @@ def register_grounding_pointing(name, grounding_name, **metadata):
     register_pointing_dataset(
         name, lambda: pointing_records_from_grounding(DatasetCatalog.get(grounding_name), grounding_name), meta
     )
+
+
+def register_image_labels_dataset(name, loader, metadata):
+    """Register an image-labels split (records an ``ImageLabelsMapper`` reads) with
+    ``evaluator_type="image_labels"``."""
+    _register(name, loader, IMAGE_LABELS_EVALUATOR_TYPE, metadata)

@@ -4,13 +4,10 @@ The layout under a root is the one of ``docs/DATA.md`` ("Built-in (synthetic) da
 plus ``ground_truth.json``: the generator's own record of every phrase occurrence, box, ref and
 the zero-shot / few-shot / common bucket design, for round-trip tests of the loaders.
 """
-import fcntl
 import itertools
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from collections import Counter
 from functools import lru_cache
@@ -18,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from phrasedet.cache import default_cache_dir
+from phrasedet.cache import build_once, default_cache_dir
 from phrasedet.text import normalize_phrase
 from phrasedet.text.vocab import bucket_of_count
 
@@ -349,7 +346,7 @@ def ensure_builtin_dataset(cache_dir: Optional[str] = None, seed: int = 0, *,
 
     The root is ``<cache>/builtin-v<GENERATOR_VERSION>-seed<seed>`` (with a ``-n<train>-<val>-<test>``
     suffix when non-default sizes are asked for). Generation goes to a temporary sibling folder
-    renamed into place at the end, under an exclusive ``fcntl.flock`` on a lock file, so a crash
+    renamed into place at the end, under an exclusive lock (:func:`phrasedet.cache.build_once`), so a crash
     never leaves a half dataset and concurrent processes generate it once.
 
     Parameters
@@ -368,25 +365,12 @@ def ensure_builtin_dataset(cache_dir: Optional[str] = None, seed: int = 0, *,
     if tuple(sizes.values()) != tuple(DEFAULT_SIZES.values()):
         name += "-n{num_train}-{num_val}-{num_test}".format(**sizes)
     root = os.path.join(cache_dir, name)
-    if os.path.isdir(root):
-        return root
-    os.makedirs(cache_dir, exist_ok=True)
-    with open(os.path.join(cache_dir, f".{name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if os.path.isdir(root):  # another process finished it while we waited
-                return root
-            logger.info("generating built-in dataset into %s", root)
-            tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=cache_dir)
-            try:
-                os.chmod(tmp, 0o755)
-                summary = generate_builtin_dataset(tmp, seed=seed, **sizes)
-                os.rename(tmp, root)
-            finally:
-                if os.path.isdir(tmp):
-                    shutil.rmtree(tmp, ignore_errors=True)
-            logger.info("built-in dataset ready: %d images, %d boxes (%.1f s)",
-                        summary["images"], summary["boxes"], summary["seconds"])
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def generate(tmp):
+        logger.info("generating built-in dataset into %s", root)
+        summary = generate_builtin_dataset(tmp, seed=seed, **sizes)
+        logger.info("built-in dataset ready: %d images, %d boxes (%.1f s)",
+                    summary["images"], summary["boxes"], summary["seconds"])
+
+    build_once(root, generate)
     return root

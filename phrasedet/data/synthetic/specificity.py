@@ -11,7 +11,6 @@ negatives for a loss over in-batch negatives), and at least one with probability
 ``1 - C(n - 1 - k, b) / C(n - 1, b)``. Captions listed in ``UNRELATED_CAPTIONS`` describe no
 image and are left out (counted). docs/DATA.md explains the measure.
 """
-import json
 import os
 from typing import Optional, Sequence
 
@@ -20,6 +19,7 @@ import numpy as np
 from phrasedet.fileio import read_text_lines
 
 from .facts import FactIndex, caption_facts, caption_true_of
+from .ground_truth import SPLITS, load_ground_truth, split_scenes
 
 __all__ = ["SPLITS", "IndexDisagreement", "in_batch_chance", "true_of_brute_force", "split_specificity",
            "dataset_specificity", "format_specificity"]
@@ -27,8 +27,6 @@ __all__ = ["SPLITS", "IndexDisagreement", "in_batch_chance", "true_of_brute_forc
 
 class IndexDisagreement(AssertionError):
     """:class:`.facts.FactIndex` and brute force found different images for a caption."""
-
-SPLITS = ("train", "val", "test")
 
 
 def in_batch_chance(k: int, n: int, batch_size: int) -> tuple:
@@ -93,30 +91,21 @@ def split_specificity(scenes: Sequence[dict], captions: Sequence[Sequence], batc
 
 def _read_split(root: str, images: dict, split: str) -> tuple:
     """The scenes of a split (in its list file's order), their captions' facts and their image ids."""
-    flickr = os.path.join(root, "flickr30k_entities")
-    scenes, captions, ids = [], [], []
-    for image_id in read_text_lines(os.path.join(flickr, f"{split}.txt"), f"{split} image list"):
-        image_id = image_id.strip()
-        if not image_id:
-            continue
-        if image_id not in images:
-            raise KeyError(f"{root}/ground_truth.json has no image {image_id!r} of {split}.txt")
-        truth = images[image_id]
-        path = os.path.join(flickr, "Sentences", f"{image_id}.txt")
-        unrelated = set(truth.get("unrelated_captions", ()))
+    ids, scenes = split_scenes(root, split, images)
+    sentences, captions = os.path.join(root, "flickr30k_entities", "Sentences"), []
+    for image_id in ids:
+        path = os.path.join(sentences, f"{image_id}.txt")
+        unrelated = set(images[image_id].get("unrelated_captions", ()))
         lines = [line for line in read_text_lines(path, "Sentences file") if line.strip()]
         captions.append([None if c in unrelated else caption_facts(line, f"{path}:{c + 1}")
                          for c, line in enumerate(lines)])
-        scenes.append({"background": truth["background"], "objects": truth["objects"]})
-        ids.append(image_id)
     return scenes, captions, ids
 
 
 def dataset_specificity(root: str, batch_size: int = 64, splits: Optional[Sequence[str]] = None) -> dict:
     """:func:`split_specificity` of every split of a built-in dataset root: {split: measure}.
     Brute force over a default dataset takes a few seconds (docs/DATA.md)."""
-    with open(os.path.join(root, "ground_truth.json"), encoding="utf-8") as f:
-        images = json.load(f)["images"]
+    images = load_ground_truth(root)
     out = {}
     for split in splits or SPLITS:
         scenes, captions, ids = _read_split(root, images, split)

@@ -27,8 +27,9 @@ __all__ = ["DSVELoc"]
 
 def _check(cfg) -> None:
     r, p = cfg.MODEL.RETRIEVAL, cfg.MODEL.POINTING
-    if r.IMAGE_INPUT != "pixels":
-        raise ValueError("DSVELoc localizes in the image's maps: MODEL.RETRIEVAL.IMAGE_INPUT must be 'pixels'")
+    if r.IMAGE_INPUT not in ("pixels", "maps"):
+        raise ValueError("DSVELoc localizes in the image's maps: MODEL.RETRIEVAL.IMAGE_INPUT must be 'pixels' or "
+                         f"'maps', got {r.IMAGE_INPUT!r}")
     if r.IMAGE_PROJECTION != "linear":
         raise ValueError("DSVELoc's heatmaps apply the image projection as a 1x1 convolution: "
                          f"MODEL.RETRIEVAL.IMAGE_PROJECTION must be 'linear', got {r.IMAGE_PROJECTION!r}")

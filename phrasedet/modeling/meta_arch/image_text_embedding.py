@@ -35,7 +35,7 @@ from torch import nn
 from phrasedet.data.image_features import attach_image_features, feature_dim
 
 from ..checkpoint import load_backbone_weights
-from ..image_encoders import FeatureImageEncoder, PixelImageEncoder
+from ..image_encoders import FeatureImageEncoder, PixelImageEncoder, StoredMapsBackbone
 from ..losses import InfoNCELoss, InstanceLoss, LogisticPairLoss, RankingLoss
 from ..pooling import build_global_pooling
 from ..projection import build_projection
@@ -45,7 +45,7 @@ from ..sentence_encoders.build import check_fingerprint, fingerprint_value
 
 __all__ = ["ImageTextEmbedding", "image_key", "training_image_classes"]
 
-IMAGE_INPUTS = ("pixels", "features")
+IMAGE_INPUTS = ("pixels", "features", "maps")
 LOSSES = ("ranking", "logistic", "infonce")
 
 
@@ -92,7 +92,8 @@ def _feature_file(cfg) -> str:
         records = DatasetCatalog.get(name)
         if records:
             return attach_image_features(records, name, cfg.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR)[0]["feature_file"]
-    raise ValueError("MODEL.RETRIEVAL.IMAGE_INPUT 'features' needs a non-empty DATASETS.TRAIN or DATASETS.TEST")
+    raise ValueError(f"MODEL.RETRIEVAL.IMAGE_INPUT {cfg.MODEL.RETRIEVAL.IMAGE_INPUT!r} needs a non-empty DATASETS.TRAIN or "
+                     "DATASETS.TEST")
 
 
 def build_image_encoder(cfg) -> nn.Module:
@@ -104,21 +105,27 @@ def build_image_encoder(cfg) -> nn.Module:
                              "pooled before any adaptation convolution")
         dim = feature_dim(_feature_file(cfg))
         return FeatureImageEncoder(dim, build_projection(r.IMAGE_PROJECTION, dim, cfg), r.NORMALIZE_POOLED, r.POOLED_DROPOUT)
-    backbone = build_backbone(cfg)
-    if r.BACKBONE_WEIGHTS:
-        load_backbone_weights(backbone, r.BACKBONE_WEIGHTS)
+    if r.IMAGE_INPUT == "maps":
+        if r.BACKBONE_WEIGHTS or r.FREEZE_BACKBONE_ITERS >= 0:
+            raise ValueError("MODEL.RETRIEVAL.IMAGE_INPUT 'maps' reads precomputed maps in place of the backbone: "
+                             "BACKBONE_WEIGHTS must be empty and FREEZE_BACKBONE_ITERS -1")
+        backbone, feature = StoredMapsBackbone(feature_dim(_feature_file(cfg))), StoredMapsBackbone.FEATURE
+    else:
+        backbone, feature = build_backbone(cfg), r.BACKBONE_FEATURE
+        if r.BACKBONE_WEIGHTS:
+            load_backbone_weights(backbone, r.BACKBONE_WEIGHTS)
     if r.FREEZE_BACKBONE_ITERS < 0:
         for p in backbone.parameters():
             p.requires_grad_(False)
-    if r.BACKBONE_FEATURE not in backbone.output_shape():
-        raise ValueError(f"MODEL.RETRIEVAL.BACKBONE_FEATURE {r.BACKBONE_FEATURE!r} is not a backbone output "
+    if feature not in backbone.output_shape():
+        raise ValueError(f"MODEL.RETRIEVAL.BACKBONE_FEATURE {feature!r} is not a backbone output "
                          f"({sorted(backbone.output_shape())}): add it to the backbone's OUT_FEATURES")
-    channels = backbone.output_shape()[r.BACKBONE_FEATURE].channels
+    channels = backbone.output_shape()[feature].channels
     adaptation = nn.Conv2d(channels, r.ADAPTATION_DIM, 1, bias=r.ADAPTATION_BIAS) if r.ADAPTATION_DIM else None
     if adaptation is not None and r.FREEZE_BACKBONE_ITERS < 0 and r.ADAPTATION_FROZEN_WITH_BACKBONE:
         adaptation.requires_grad_(False)
     pooled_dim = r.ADAPTATION_DIM or channels
-    return PixelImageEncoder(backbone, r.BACKBONE_FEATURE, build_global_pooling(r.POOLING, r.WELDON_K_MAX, r.WELDON_K_MIN),
+    return PixelImageEncoder(backbone, feature, build_global_pooling(r.POOLING, r.WELDON_K_MAX, r.WELDON_K_MIN),
                              build_projection(r.IMAGE_PROJECTION, pooled_dim, cfg), r.NORMALIZE_POOLED,
                              backbone_trainable=r.FREEZE_BACKBONE_ITERS == 0, adaptation=adaptation,
                              adaptation_frozen_with_backbone=r.ADAPTATION_FROZEN_WITH_BACKBONE, dropout=r.POOLED_DROPOUT)
@@ -215,10 +222,16 @@ class ImageTextEmbedding(nn.Module):
 
     @property
     def uses_pixels(self) -> bool:
-        return isinstance(self.image_encoder, PixelImageEncoder)
+        return isinstance(self.image_encoder, PixelImageEncoder) and not self.uses_stored_maps
+
+    @property
+    def uses_stored_maps(self) -> bool:
+        """``MODEL.RETRIEVAL.IMAGE_INPUT "maps"``: precomputed pre-pooling maps in place of the backbone's."""
+        return isinstance(getattr(self.image_encoder, "backbone", None), StoredMapsBackbone)
 
     def image_inputs(self, batched_inputs) -> torch.Tensor:
-        """[B, 3, H, W] normalized pixels (all images of a batch have one size) or [B, F] features."""
+        """[B, 3, H, W] normalized pixels (all images of a batch have one size), [B, F] features or
+        [B, C, h, w] stored maps."""
         if not self.uses_pixels:
             return torch.stack([x["image_feature"] for x in batched_inputs]).to(self.device)
         shapes = {tuple(x["image"].shape) for x in batched_inputs}

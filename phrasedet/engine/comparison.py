@@ -1,0 +1,92 @@
+"""What the retrieval and pointing comparisons (``tools/compare_retrieval.py``,
+``tools/compare_pointing.py``) share: the image representations they compare on, the budget and
+model-selection options of every run, and the learning curves drawn from them.
+
+Two representations (docs/RETRIEVAL.md, docs/POINTING.md):
+
+* ``cnn``: the built-in pretrained CNN (:mod:`.pretrained_cnn`), the stand-in for ImageNet
+  weights, or weights the user names;
+* ``oracle``: the oracle (:mod:`phrasedet.data.synthetic.oracle`), an upper bound computed from the
+  scenes that separates "the loss fails" from "the CNN cannot see it".
+"""
+import os
+
+from .model_selection import read_selection
+
+__all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
+           "selection_opts", "selected_weights", "draw_curves"]
+
+REPRESENTATIONS = ("cnn", "oracle")
+#: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
+PLATEAU_TOLERANCE = 5.0
+
+
+def pretrained_cnn(arg: str) -> str:
+    """The CNN of the ``cnn`` representation: ``arg`` when given, ``''`` for ``"none"`` (random
+    initialization), else the built-in pretrained CNN (trained once into the cache)."""
+    if arg == "none":
+        return ""
+    if arg:
+        return arg
+    from .pretrained_cnn import ensure_builtin_cnn
+
+    return ensure_builtin_cnn()
+
+
+def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
+    """The oracle's global features and maps of the built-in caption and pointing splits in
+    ``<root>/features``: {"global": dir, "maps": dir} (kept by ``resume``)."""
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.ground_truth import SPLITS, load_ground_truth
+    from phrasedet.data.synthetic.oracle import write_oracle_features
+
+    out = os.path.join(root, "features")
+    dirs = {"global": os.path.join(out, "global"), "maps": os.path.join(out, "maps")}
+    names = [f"builtin_flickr30k_captions_{s}" for s in SPLITS] + [f"builtin_flickr30k_pointing_{s}" for s in ("val", "test")]
+    done = all(os.path.isfile(os.path.join(d, f"{n}.npy")) for d in dirs.values() for n in names)
+    if not (resume and done):
+        write_oracle_features(out, names, grid, load_ground_truth(builtin_dataset_root()))
+    return dirs
+
+
+def budget_opts(iterations: int) -> list:
+    """``SOLVER`` overrides of a run of ``iterations`` with the learning rate divided at its middle
+    (and a checkpoint only at its end)."""
+    return ["SOLVER.MAX_ITER", int(iterations), "SOLVER.STEPS", f"({int(iterations) // 2},)",
+            "SOLVER.CHECKPOINT_PERIOD", int(iterations)]
+
+
+def selection_opts(dataset: str, period: int, metric: str = "retrieval/rsum") -> list:
+    """``PHRASEDET.SELECTION`` overrides: validate on ``dataset`` every ``period`` iterations and test
+    the best snapshot."""
+    return ["PHRASEDET.SELECTION.DATASET", dataset, "PHRASEDET.SELECTION.PERIOD", int(period),
+            "PHRASEDET.SELECTION.METRIC", metric]
+
+
+def selected_weights(run_dir: str) -> str:
+    """The model a run with selection tested (its ``selection.json``), else its last one.
+
+    Raises:
+        FileNotFoundError: naming the folder, when it has neither (the run is not trained yet).
+    """
+    record = read_selection(run_dir)
+    if record is not None:
+        return record["weights"] if os.path.isabs(record["weights"]) else os.path.join(run_dir, os.path.basename(record["weights"]))
+    final = os.path.join(run_dir, "model_final.pth")
+    if not os.path.isfile(final):
+        raise FileNotFoundError(f"{run_dir} has no selection.json and no model_final.pth: train that run first "
+                                "(list its model in --models)")
+    return final
+
+
+def draw_curves(files: dict, path: str, title: str) -> str:
+    """Read each run's validation curve ({model: [metrics.json, ...]}; missing files skipped),
+    draw them into ``path`` and return the table of where each flattened."""
+    from phrasedet.utils.learning_curves import format_plateaus, plot_curves, read_curve
+
+    curves = {model: [read_curve(f) for f in paths if os.path.isfile(f)] for model, paths in files.items()}
+    curves = {m: c for m, c in curves.items() if c}
+    if not curves:
+        return "(no validation curves: no run trained with PHRASEDET.SELECTION)"
+    plot_curves(curves, path, title)
+    return f"Validation curves drawn in {path}:\n\n" + format_plateaus(curves, PLATEAU_TOLERANCE)

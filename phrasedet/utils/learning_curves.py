@@ -1,0 +1,97 @@
+"""Validation learning curves of training runs (``PHRASEDET.SELECTION``'s periodic validation,
+kept in each run's ``metrics.json``): reading them, the iteration where each one flattens, and
+one picture per comparison.
+
+A curve is a list of ``(iteration, value)``. It has *flattened* at the first validation from which
+it never gains more than ``tolerance`` over its best so far: :func:`plateau_iteration`. The
+comparison commands print this iteration for every model, and the budget of a comparison is chosen
+from them (docs/RETRIEVAL.md, "The budget").
+"""
+import json
+import os
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["read_curve", "plateau_iteration", "plot_curves", "format_plateaus"]
+
+Curve = List[Tuple[int, float]]
+
+
+def read_curve(metrics_file: str, key: str = "retrieval/rsum") -> Curve:
+    """``(iteration, value)`` of every record of a Detectron2 ``metrics.json`` that has ``key``, in
+    iteration order (a repeated iteration keeps its last record, as after ``--resume``).
+
+    Raises:
+        FileNotFoundError: naming the file.
+        ValueError: naming the file and line of a record that is not JSON.
+    """
+    if not os.path.isfile(metrics_file):
+        raise FileNotFoundError(f"{metrics_file}: no metrics file (was the run trained with PHRASEDET.SELECTION?)")
+    points = {}
+    with open(metrics_file, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{metrics_file}:{n}: not a JSON record ({e.msg})") from None
+            if key in record:
+                points[int(record["iteration"])] = float(record[key])
+    return sorted(points.items())
+
+
+def plateau_iteration(curve: Curve, tolerance: float) -> int:
+    """The first iteration of ``curve`` after which no later value exceeds the best so far by more
+    than ``tolerance`` (the last iteration when the curve still gains at its end); -1 for an empty
+    curve."""
+    if not curve:
+        return -1
+    values = np.array([v for _, v in curve])
+    for k in range(len(curve)):
+        if values[k:].max() <= values[: k + 1].max() + tolerance:
+            return int(curve[k][0])
+    return int(curve[-1][0])
+
+
+def plot_curves(curves: Dict[str, Sequence[Curve]], path: str, title: str, ylabel: str = "validation rsum") -> str:
+    """One PNG: per model, the mean over its runs (seeds) at each validated iteration as a line,
+    their minimum and maximum as a band. Returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=100)
+    for name, runs in curves.items():
+        runs = [r for r in runs if r]
+        if not runs:
+            continue
+        iters = sorted(set.intersection(*(set(i for i, _ in r) for r in runs)))
+        table = np.array([[dict(r)[i] for i in iters] for r in runs])
+        line, = ax.plot(iters, table.mean(0), label=f"{name} ({len(runs)} run{'s' * (len(runs) > 1)})")
+        if len(runs) > 1:
+            ax.fill_between(iters, table.min(0), table.max(0), color=line.get_color(), alpha=0.15)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def format_plateaus(curves: Dict[str, Sequence[Curve]], tolerance: float) -> str:
+    """A markdown table: per model, each run's best value and iteration, and where it flattened."""
+    lines = [f"| model | best validation value (iteration), per run | flattened at (within {tolerance:g}), per run |",
+             "|---|---|---|"]
+    for name, runs in curves.items():
+        best = [max(r, key=lambda p: (p[1], -p[0])) if r else None for r in runs]
+        cells = ", ".join(f"{b[1]:.1f} ({b[0]})" if b else "-" for b in best)
+        flat = ", ".join(str(plateau_iteration(r, tolerance)) for r in runs)
+        lines.append(f"| {name} | {cells} | {flat} |")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Fact labels of a scene (the probe's and the pretraining's targets) and the oracle image
+representation, by hand and against the obvious computation on the generated data
+(phrasedet/data/synthetic/labels.py, oracle.py)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from phrasedet.data.image_features import read_feature_row
+from phrasedet.data.synthetic.facts import holds, object_descs
+from phrasedet.data.synthetic.ground_truth import load_ground_truth, split_scenes
+from phrasedet.data.synthetic.labels import (LABEL_GROUPS, group_columns, label_groups, label_matrix, label_names,
+                                             scene_labels)
+from phrasedet.data.synthetic.oracle import CODES, ORACLE_DIM, object_codes, oracle_maps, oracle_vector, write_oracle_features
+
+
+def obj(colour, shape, size="small", position="left", box=(0, 0, 20, 20)):
+    return {"colour": colour, "shape": shape, "size": size, "position": position, "box": list(box)}
+
+
+SCENE = {"background": "teal", "objects": [obj("red", "circle", box=(0, 0, 20, 20)),
+                                           obj("red", "circle", "large", "right", box=(90, 60, 126, 96)),
+                                           obj("blue", "star", "small", "center", box=(50, 40, 64, 54))]}
+
+
+def test_the_groups_and_their_sizes():
+    sizes = {g: len(c) for g, c in group_columns().items()}
+    assert sizes == {"background": 4, "colour": 8, "shape": 6, "colour_shape": 48, "count": 3 + 8 + 6 + 48,
+                     "colour_position": 40, "shape_position": 30}
+    assert len(label_names()) == len(label_groups()) == 201
+    assert list(dict.fromkeys(label_groups())) == list(LABEL_GROUPS)
+    with pytest.raises(ValueError, match=r"^unknown label group 'size'; the groups are \('background', "):
+        label_names(["size"])
+
+
+def test_labels_of_a_hand_scene():
+    on = {n for n, v in zip(label_names(), scene_labels(SCENE)) if v}
+    assert on == {"background teal", "red", "blue", "circle", "star", "red circle", "blue star", "3 objects", "2+ red",
+                  "2+ circle", "2+ red circle", "red at left", "red at right", "blue at center", "circle at left",
+                  "circle at right", "star at center"}
+    assert (label_matrix([SCENE, SCENE]) == scene_labels(SCENE)).all()
+
+
+def test_the_oracle_codes_every_desc_once():
+    assert len(CODES) == len(set(CODES)) == 9 * 7 * 3 * 6 and ORACLE_DIM == len(CODES) + 4
+    codes = object_codes(SCENE["objects"][0])
+    assert len(set(codes)) == 16 and [CODES[c] for c in codes] == object_descs(SCENE["objects"][0])
+    v = oracle_vector(SCENE)
+    assert v.sum() == 3 * 16 + 1 and v[CODES.index(())] == 3
+    assert v[CODES.index((("colour", "red"), ("shape", "circle")))] == 2
+    assert v[CODES.index((("colour", "red"), ("position", "left"), ("shape", "circle"), ("size", "small")))] == 1
+    assert v[len(CODES) + 2] == 1  # teal, the third background
+
+
+def test_oracle_maps_give_each_cell_the_object_covering_most_of_it():
+    maps = oracle_maps(SCENE, 128, 96, 4)  # cells of 32 x 24 px
+    small, large, star = (sorted(object_codes(o)) for o in SCENE["objects"])
+    teal = [len(CODES) + 2]
+    expected = {(0, 0): small, (1, 1): star, (2, 1): star,  # the star [50, 64) x [40, 54) touches rows 1 and 2
+                (2, 2): large, (2, 3): large, (3, 2): large, (3, 3): large}
+    for i in range(4):
+        for j in range(4):
+            assert sorted(np.flatnonzero(maps[:, i, j])) == expected.get((i, j), teal), (i, j)
+    # two objects in one cell: the one covering more of it
+    two = {"background": "gray", "objects": [obj("red", "circle", box=(0, 0, 10, 10)), obj("blue", "star", box=(12, 0, 32, 20))]}
+    assert sorted(np.flatnonzero(oracle_maps(two, 32, 32, 1)[:, 0, 0])) == sorted(object_codes(two["objects"][1]))
+
+
+@pytest.fixture(scope="module")
+def oracle_dir(builtin_root, tmp_path_factory):
+    import phrasedet  # noqa: F401  (registers the datasets)
+
+    out = str(tmp_path_factory.mktemp("oracle"))
+    write_oracle_features(out, ["builtin_flickr30k_captions_test", "builtin_flickr30k_pointing_test"], 8,
+                          load_ground_truth(builtin_root))
+    return out
+
+
+def test_the_global_oracle_states_exactly_the_object_facts_that_hold(builtin_root, oracle_dir):
+    """Every desc dimension of every test image, against holds() on the scene: the obvious computation."""
+    images = load_ground_truth(builtin_root)
+    with open(os.path.join(oracle_dir, "global", "builtin_flickr30k_captions_test.txt"), encoding="utf-8") as f:
+        ids = f.read().split()
+    assert sorted(ids) == sorted(split_scenes(builtin_root, "test", images)[0])
+    path = os.path.join(oracle_dir, "global", "builtin_flickr30k_captions_test.npy")
+    for row, image_id in enumerate(ids):
+        v, scene = read_feature_row(path, row), images[image_id]
+        found = [bool(v[k]) for k in range(len(CODES))]
+        assert found == [holds(("object", d), scene) for d in CODES], image_id
+        assert v[len(CODES):].tolist() == [float(b == scene["background"]) for b in ("gray", "brown", "teal", "pink")]
+
+
+def test_the_spatial_oracle_holds_every_object_somewhere(builtin_root, oracle_dir):
+    images = load_ground_truth(builtin_root)
+    path = os.path.join(oracle_dir, "maps", "builtin_flickr30k_pointing_test.npy")
+    with open(path[:-4] + ".txt", encoding="utf-8") as f:
+        ids = f.read().split()
+    assert np.load(path, mmap_mode="r").dtype == np.uint8
+    for row, image_id in enumerate(ids):
+        maps = read_feature_row(path, row)
+        assert maps.shape == (ORACLE_DIM, 8, 8) and set(maps.sum(0).ravel().tolist()) <= {1.0, 16.0}
+        pooled = maps.max(axis=(1, 2))
+        for o in images[image_id]["objects"]:  # each object, even a 14 px one, covers most of some cell
+            assert pooled[object_codes(o)].all(), (image_id, o)

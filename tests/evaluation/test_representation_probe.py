@@ -1,0 +1,107 @@
+"""The linear probe of an image representation (phrasedet/evaluation/representation_probe.py and
+tools/probe_representation.py), on hand-made features whose answer is known."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from phrasedet.data.image_features import write_image_features
+from phrasedet.evaluation.representation_probe import (TEST_SPLIT, TRAIN_SPLIT, builtin_split_labels, format_probe,
+                                                       probe_groups, probe_labels)
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _labels(rng, n, p):
+    return (rng.random((n, len(p))) < p).astype(np.uint8)
+
+
+def test_a_feature_that_is_the_label_is_read_perfectly_and_noise_is_not():
+    rng = np.random.default_rng(0)
+    p = np.array([0.3, 0.5, 0.2])
+    ytr, yte = _labels(rng, 400, p), _labels(rng, 200, p)
+    xtr = np.hstack([ytr[:, :1] + 0.1 * rng.normal(size=(400, 1)), rng.normal(size=(400, 5))])
+    xte = np.hstack([yte[:, :1] + 0.1 * rng.normal(size=(200, 1)), rng.normal(size=(200, 5))])
+    auc = probe_labels(xtr, ytr, xte, yte)
+    assert auc[0] == 1.0 and abs(auc[1] - 0.5) < 0.1 and abs(auc[2] - 0.5) < 0.1
+
+
+def test_the_auc_by_hand():
+    """One feature, no noise: the probe's ranking is the feature's, so the AUC is the feature's
+    own: positives 0.35 and 0.8 against negatives 0.1 and 0.4 win 3 of 4 pairs."""
+    xtr = np.array([[0.0]] * 5 + [[1.0]] * 5)
+    ytr = np.array([[0]] * 5 + [[1]] * 5)
+    assert probe_labels(xtr, ytr, np.array([[0.1], [0.4], [0.35], [0.8]]), np.array([[0], [0], [1], [1]]))[0] == 0.75
+
+
+def test_labels_too_rare_to_probe_are_skipped_and_counted():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(20, 3))
+    y = np.zeros((20, 3), np.uint8)
+    y[:4, 0] = 1            # 4 training positives: fewer than MIN_EXAMPLES
+    y[:10, 1] = 1           # fine in training ...
+    y[:10, 2] = 1
+    yte = np.zeros((6, 3), np.uint8)
+    yte[:, 1] = 1           # ... but every test image positive: no AUC
+    yte[:3, 2] = 1
+    auc = probe_labels(x, y, x[:6], yte)
+    assert np.isnan(auc[0]) and np.isnan(auc[1]) and not np.isnan(auc[2])
+    groups = probe_groups(auc, ["a", "b", "b"])
+    assert groups["a"] == {"auc": pytest.approx(float("nan"), nan_ok=True), "labels": 0, "skipped": 1}
+    assert groups["b"] == {"auc": auc[2], "labels": 1, "skipped": 1}
+
+
+@pytest.mark.parametrize("args, message", [
+    ((np.zeros((4, 2)), np.zeros((4, 1)), np.zeros((3, 3)), np.zeros((3, 1))),
+     r"^features must be \[N, F\] and \[M, F\], got \(4, 2\) and \(3, 3\)$"),
+    ((np.zeros((4, 2)), np.zeros((5, 1)), np.zeros((3, 2)), np.zeros((3, 1))),
+     r"^labels \(5, 1\) / \(3, 1\) do not match features \(4, 2\) / \(3, 2\)$"),
+    ((np.array([[0.0, np.inf]] * 4), np.zeros((4, 1)), np.zeros((3, 2)), np.zeros((3, 1))),
+     r"^the training features hold 4 values that are not finite$"),
+])
+def test_bad_inputs(args, message):
+    with pytest.raises(ValueError, match=message):
+        probe_labels(*args)
+
+
+def test_the_table():
+    table = format_probe({"cnn": {"shape": {"auc": 0.6234, "labels": 6, "skipped": 0}},
+                          "oracle": {"shape": {"auc": 1.0, "labels": 6, "skipped": 0}}})
+    assert table.splitlines() == ["| fact group (labels probed / skipped) | cnn | oracle |", "|---|---|---|",
+                                  "| shape (6 / 0) | 0.623 | 1.000 |"]
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_the_tool_reads_a_features_folder_whose_answer_is_known(tmp_path):
+    """Features that are the colour and shape labels plus noise: colour and shape are read
+    perfectly, the colour-position facts only as far as colours alone tell them."""
+    import phrasedet  # noqa: F401
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.ground_truth import load_ground_truth
+    from phrasedet.data.synthetic.labels import label_matrix
+
+    images = load_ground_truth(builtin_dataset_root())
+    rng = np.random.default_rng(0)
+    for split in (TRAIN_SPLIT, TEST_SPLIT):
+        ids, _ = builtin_split_labels(split, images)
+        known = label_matrix([images[i] for i in ids], ["colour", "shape"]).astype(np.float32)
+        write_image_features(str(tmp_path / "f"), split, np.hstack([known, rng.normal(size=(len(ids), 4))]), ids)
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "probe_representation.py"), "--features", f"made={tmp_path / 'f'}",
+           "--output-dir", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[2] == "| fact group (labels probed / skipped) | made |"
+    assert "| colour (8 / 0) | 1.000 |" in lines and "| shape (6 / 0) | 1.000 |" in lines
+    probe = json.loads((tmp_path / "out" / "probe.json").read_text())["probes"]["made"]
+    assert 0.6 < probe["groups"]["colour_position"]["auc"] < 0.95 and probe["labels"]["red"] == 1.0
+    assert probe["labels"]["2+ purple star"] is None  # never twice in one training image: skipped
+
+
+def test_the_tool_needs_something_to_probe(tmp_path):
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "probe_representation.py"), "--output-dir", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode != 0 and "nothing to probe: give --features, --weights or --oracle" in proc.stderr

@@ -1,0 +1,71 @@
+"""Validation curves of training runs: reading metrics.json, where a curve flattens, the picture
+and the table (phrasedet/utils/learning_curves.py), and the comparisons' helpers
+(phrasedet/engine/comparison.py)."""
+import json
+import os
+
+import pytest
+
+from phrasedet.engine.comparison import budget_opts, draw_curves, selected_weights, selection_opts
+from phrasedet.utils.learning_curves import format_plateaus, plateau_iteration, plot_curves, read_curve
+
+
+def _metrics(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def test_read_curve_keeps_the_key_in_iteration_order_and_the_last_record_of_an_iteration(tmp_path):
+    path = _metrics(tmp_path / "metrics.json", [
+        {"iteration": 99, "retrieval/rsum": 10.0}, {"iteration": 19, "total_loss": 3.0},
+        {"iteration": 49, "retrieval/rsum": 5.0}, {"iteration": 99, "retrieval/rsum": 12.0}])
+    assert read_curve(path) == [(49, 5.0), (99, 12.0)]
+    assert read_curve(path, "total_loss") == [(19, 3.0)]
+
+
+def test_read_curve_names_a_bad_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no metrics file"):
+        read_curve(str(tmp_path / "none.json"))
+    (tmp_path / "bad.json").write_text('{"iteration": 1}\n{oops\n')
+    with pytest.raises(ValueError, match=r"bad\.json:2: not a JSON record"):
+        read_curve(str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize("values, tolerance, expected", [
+    ([10, 20, 30, 31, 30, 32], 5, 300),   # from 30 on, never more than 5 above the best so far
+    ([10, 20, 30, 31, 30, 32], 1, 400),   # 32 is 2 above 30 but only 1 above 31
+    ([50, 40, 45, 49], 5, 100),           # the best is the first value
+    ([1, 2, 3, 4, 5, 100], 5, 600),       # still climbing at its end: the last iteration
+])
+def test_plateau_iteration_by_hand(values, tolerance, expected):
+    curve = [(100 * (k + 1), float(v)) for k, v in enumerate(values)]
+    assert plateau_iteration(curve, tolerance) == expected
+    assert plateau_iteration([], tolerance) == -1
+
+
+def test_the_picture_and_the_table(tmp_path):
+    curves = {"vse0": [[(100, 50.0), (200, 60.0)], [(100, 40.0), (200, 70.0)]], "vsepp": [[(100, 30.0), (200, 31.0)]]}
+    path = plot_curves(curves, str(tmp_path / "c.png"), "title")
+    assert os.path.getsize(path) > 1000 and open(path, "rb").read(4) == bytes([0x89]) + b"PNG"
+    assert format_plateaus(curves, 5).splitlines()[2:] == ["| vse0 | 60.0 (200), 70.0 (200) | 200, 200 |",
+                                                           "| vsepp | 31.0 (200) | 100 |"]
+
+
+def test_draw_curves_reads_the_runs_that_exist(tmp_path):
+    a = _metrics(tmp_path / "a.json", [{"iteration": 9, "retrieval/rsum": 1.0}, {"iteration": 19, "retrieval/rsum": 2.0}])
+    text = draw_curves({"m": [a, str(tmp_path / "missing.json")]}, str(tmp_path / "p.png"), "t")
+    assert text.startswith(f"Validation curves drawn in {tmp_path / 'p.png'}") and "| m | 2.0 (19) | 9 |" in text
+    assert draw_curves({"m": [str(tmp_path / "x.json")]}, str(tmp_path / "q.png"), "t").startswith("(no validation curves")
+
+
+def test_budget_selection_and_the_selected_weights(tmp_path):
+    assert budget_opts(3000) == ["SOLVER.MAX_ITER", 3000, "SOLVER.STEPS", "(1500,)", "SOLVER.CHECKPOINT_PERIOD", 3000]
+    assert selection_opts("v", 100) == ["PHRASEDET.SELECTION.DATASET", "v", "PHRASEDET.SELECTION.PERIOD", 100,
+                                        "PHRASEDET.SELECTION.METRIC", "retrieval/rsum"]
+    with pytest.raises(FileNotFoundError, match="has no selection.json and no model_final.pth: train that run first"):
+        selected_weights(str(tmp_path))
+    (tmp_path / "model_final.pth").write_bytes(b"")
+    assert selected_weights(str(tmp_path)) == str(tmp_path / "model_final.pth")
+    (tmp_path / "selection.json").write_text(json.dumps({"metric": "retrieval/rsum", "mode": "max", "value": 1.0, "iteration": 9,
+                                                         "stage": "train", "weights": "./out/run/model_best.pth"}))
+    assert selected_weights(str(tmp_path)) == str(tmp_path / "model_best.pth")  # a relative record: in the run's folder
