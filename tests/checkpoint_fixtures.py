@@ -111,3 +111,37 @@ def phrasedet_config(name: str, tmp_dir, opts=()):
     cfg.merge_from_list(["MODEL.DEVICE", "cpu", "PHRASEDET.TEXT.WORD_VECTORS", "file", "PHRASEDET.TEXT.WORD_VECTORS_PATH",
                          vectors, "PHRASEDET.TEXT.WORD_VECTORS_FORMAT", "word2vec_text", *opts])
     return cfg
+
+
+def _caffe2_name(name: str) -> str:
+    """Detectron2's ResNet name -> the MSRA Caffe2 blob name Detectron2's c2 renaming reads back
+    (``res2.0.conv1.norm.weight`` -> ``res2_0_branch2a_bn_s``, ``stem.conv1.weight`` -> ``conv1_w``)."""
+    name = name.replace("stem.conv1.norm.", "res_conv1_bn.").replace("stem.conv1.", "conv1.").replace("stem.fc.", "pred.")
+    parts = name.split(".")
+    out = []
+    for p in parts:
+        if p.startswith("conv") and p[4:].isdigit() and len(out) >= 2:
+            p = "branch2" + "abc"[int(p[4:]) - 1]
+        elif p == "shortcut":
+            p = "branch1"
+        elif p == "norm":
+            p = "bn"
+        out.append(p)
+    stem, leaf = "_".join(out[:-1]), out[-1]
+    return f"{stem}_{ {'weight': 'w', 'bias': 'b'}[leaf] if not stem.endswith('bn') else {'weight': 's', 'bias': 'b'}[leaf]}"
+
+
+def write_caffe2_pkl(path, depth: int, seed: int = 0) -> dict:
+    """An MSRA ImageNet ResNet-``depth`` ``.pkl`` as Caffe2 / Detectron1 wrote them: ``{"blobs":
+    {caffe2 name: ndarray}}`` with every weight's ``_momentum`` beside it and affine BatchNorm (scale
+    and bias, no running statistics). Returns the ``{Detectron2 name: Tensor}`` it holds."""
+    state = {k: v for k, v in _detectron2_resnet_state(depth).items() if not k.endswith(("running_mean", "running_var",
+                                                                                          "num_batches_tracked"))}
+    state = random_state(state, seed)
+    blobs = {}
+    for k, v in state.items():
+        blobs[_caffe2_name(k)] = v.numpy()
+        blobs[_caffe2_name(k) + "_momentum"] = torch.full_like(v, 123.0).numpy()  # a reader must not take these
+    with open(path, "wb") as f:
+        pickle.dump({"blobs": blobs}, f)
+    return state

@@ -46,6 +46,21 @@ def test_an_image_listed_twice_in_a_karpathy_file_is_an_error_whatever_the_split
                             "images[0]: an image may be listed once")
 
 
+def test_the_same_image_in_the_train_and_the_test_split_is_an_error(tmp_path):
+    """Issue 29: a train/test leak, the case the check exists for (a check keyed on the split too
+    would pass it)."""
+    data = fx.karpathy_flickr()
+    leak = copy.deepcopy(data["images"][0])  # the train image ...
+    leak.update(split="test")  # ... listed again in test
+    data["images"].append(leak)
+    path = fx.write_json(str(tmp_path / "dataset_flickr30k.json"), data)
+    for split in ("train", "test"):
+        with pytest.raises(BadAnnotationError) as e:
+            load_flickr30k_karpathy(path, "/f30k", split)
+        assert str(e.value) == (f"{path}: images[3]: filename '1000092795.jpg' (split test) already listed at "
+                                "images[0]: an image may be listed once")
+
+
 def test_a_cocoid_listed_twice_in_a_karpathy_file_is_an_error(tmp_path):
     data = fx.karpathy_coco()
     twin = copy.deepcopy(data["images"][2])  # 318556, train
@@ -81,6 +96,23 @@ def test_an_annotation_id_of_one_file_repeated_in_the_other_names_both_files(tmp
     with pytest.raises(BadAnnotationError) as e:
         load_coco_karpathy(karpathy, "/coco", "test", captions_files=(train_file, val_file))
     assert str(e.value) == f"{val_file}: annotations[0] (id 48): annotation id 48 already at {train_file}: annotations[0] (id 48)"
+
+
+def test_an_annotation_id_equal_to_an_image_id_is_no_collision(tmp_path):
+    """Issue 29: image ids and annotation ids are two namespaces in real COCO (they often share
+    numbers); a file where they meet loads, every caption in place."""
+    _, karpathy, (train_file, val_file) = fx.write_coco_root(str(tmp_path))
+    data = fx.official_coco("val2014")
+    image_id = data["images"][0]["id"]
+    assert all(a["id"] != image_id for a in data["annotations"])
+    data["annotations"][0]["id"] = image_id  # an annotation id that is also an image id
+    fx.write_json(val_file, data)
+    records = load_coco_karpathy(karpathy, "/coco", "test", captions_files=(train_file, val_file))
+    loaded = {str(r["image_id"]): r for r in records}
+    first = data["annotations"][0]
+    record = loaded[str(first["image_id"])]
+    assert str(image_id) in record["caption_ids"]
+    assert record["captions"][record["caption_ids"].index(str(image_id))] == first["caption"].strip()
 
 
 @pytest.mark.parametrize("how", ["same path", "symbolic link"])

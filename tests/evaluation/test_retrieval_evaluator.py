@@ -167,3 +167,12 @@ def test_embeddings_that_are_not_finite_are_errors_naming_the_image_key_and_row(
                             "(1 such rows; a diverged model?)")
     with pytest.raises(ValueError, match=r"^image_id 'img03': 'image_embedding' row 0: values must be finite numbers"):
         _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=damaged("image_embedding", 0, float("-inf")))
+    # issue 29: +inf is refused too (a check of NaN alone would rank with it)
+    for key, row in (("caption_embeddings", 0), ("image_embedding", 0)):
+        with pytest.raises(ValueError) as e:
+            _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=damaged(key, row, float("inf")))
+        clean = toy_outputs(DatasetCatalog.get(RETRIEVAL_TOY)[3])[key]
+        values = clean.reshape(-1, clean.shape[-1])[row].tolist()
+        values[2] = float("inf")
+        assert str(e.value) == (f"image_id 'img03': {key!r} row {row}: values must be finite numbers, got {values} "
+                                "(1 such rows; a diverged model?)")

@@ -306,3 +306,75 @@ def test_staged_training_gives_weights_and_parts_to_its_first_stage_only(tmp_pat
     features = retrieval_stages(phrasedet_config("retrieval/instance_loss.yaml", tmp_path, parts + [
         "PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", str(tmp_path), "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", "b.pth"]))
     assert [s.cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS for s in features] == [[], []]  # a features model has no CNN
+
+
+def test_a_caffe2_msra_pkl_loads_its_blobs_without_momenta_into_a_c4_detector(tmp_path, caplog):
+    """Issue 29: the MSRA ImageNet files (``{"blobs": ...}``, Caffe2 names, ``_momentum`` blobs,
+    affine BatchNorm) that the docs name as a source."""
+    from tests.checkpoint_fixtures import write_caffe2_pkl
+
+    from phrasedet.modeling.checkpoint.files import read_checkpoint
+    from tests.checkpoint_fixtures import _caffe2_name
+
+    path = str(tmp_path / "R-101.pkl")
+    source = write_caffe2_pkl(path, 101)
+    read = read_checkpoint(path)  # the blobs without their momenta, matched by suffix with Caffe2 names
+    assert set(read["model"]) == {_caffe2_name(k) for k in source} and read["__author__"] == "Caffe2"
+    assert read["matching_heuristics"] is True
+    cfg, model = _model(C4, tmp_path, ["PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['backbone', 'roi_heads.region_features']"])
+    lines = _load(cfg, model, path, caplog)
+    state = model.state_dict()
+    weights = [k for k in state if k.startswith("backbone.") and k.endswith((".weight", ".bias"))]
+    assert len(weights) > 100
+    for k in weights:  # every weight and affine BatchNorm term of the file, none of its momenta (123)
+        torch.testing.assert_close(state[k], source[k[len("backbone."):]], rtol=0, atol=0, msg=k)
+    for k in (k for k in state if k.startswith("roi_heads.region_features.head.") and k.endswith((".weight", ".bias"))):
+        torch.testing.assert_close(state[k], source["res5." + k[len("roi_heads.region_features.head."):]], rtol=0, atol=0, msg=k)
+    assert not any(torch.equal(v, torch.full_like(v, 123.0)) for v in state.values() if v.is_floating_point() and v.numel())
+    assert f"roi_heads.region_features: loaded from {path} (50 tensors)" in lines
+    # the file's BatchNorm is affine: its layers get the statistics of exactly that map, said once
+    norm = model.backbone.stem.conv1.norm
+    assert torch.equal(norm.running_mean, torch.zeros_like(norm.running_mean))
+    assert torch.equal(norm.running_var, torch.ones_like(norm.running_var) - norm.eps)
+    n_norms = sum(1 for k in state if k.endswith("norm.running_mean") and k.startswith(("backbone.", "roi_heads.region_features.")))
+    assert f"{path}: affine BatchNorm (a Caffe2 file): {2 * n_norms} running statistics set to mean 0, variance 1 - eps" in lines
+
+
+def test_a_pretrained_part_partly_missing_from_the_file_is_an_error_too(files, tmp_path):
+    """Issue 29: a part that stays partly random, not only wholly, is refused."""
+    import pickle
+
+    path, source = files["c4"]
+    dropped = ["roi_heads.res5.2.conv3.weight", "roi_heads.res5.0.shortcut.norm.bias"]
+    cut = str(tmp_path / "some_res5.pkl")
+    with open(cut, "wb") as f:
+        pickle.dump({"model": {k: v.numpy() for k, v in source.items() if k not in dropped},
+                     "__author__": "Detectron2 Model Zoo"}, f)
+    cfg, model = _model(C4, tmp_path)
+    with pytest.raises(PretrainedPartError) as e:
+        PhrasedetCheckpointer.from_config(cfg, model).load(cut)
+    assert str(e.value) == (
+        f"{cut}: roi_heads.region_features is listed in PHRASEDET.WEIGHTS.PRETRAINED_PARTS but 2 of its 50 tensors are not "
+        "in this file (or have other shapes), e.g. roi_heads.region_features.head.0.shortcut.norm.bias, "
+        "roi_heads.region_features.head.2.conv3.weight: set MODEL.WEIGHTS to a checkpoint that has them, or remove "
+        "'roi_heads.region_features' from PHRASEDET.WEIGHTS.PRETRAINED_PARTS to train it from scratch")
+
+
+@pytest.mark.parametrize("own_first", [True, False])
+def test_of_two_file_tensors_for_one_model_tensor_the_one_under_our_name_is_kept(own_first, builtin_root, tmp_path):
+    """Issue 29: a file with a tensor both under our name and under its Detectron2 alias (e.g. an
+    edited checkpoint) loads the one named as ours, in either order."""
+    from phrasedet.modeling.checkpoint.names import name_aliases, rename_to_model
+
+    cfg, model = _model("retrieval/vse0.yaml", tmp_path, CAPTIONS)
+    ours = "image_encoder.backbone.stem.conv1.weight"
+    alias = "backbone.stem.conv1.weight"
+    value = model.state_dict()[ours]
+    pairs = [(ours, torch.full_like(value, 1.0)), (alias, torch.full_like(value, 2.0))]
+    state = dict(pairs if own_first else pairs[::-1])
+    renamed = rename_to_model(state, model.state_dict(), name_aliases(model))
+    assert list(renamed) == [ours] and torch.equal(renamed[ours], torch.full_like(value, 1.0))
+    path = tmp_path / "both.pth"
+    torch.save({"model": {**{k: v for k, v in model.state_dict().items() if k != ours}, **state}}, path)
+    PhrasedetCheckpointer.from_config(cfg, model).load(str(path))
+    assert torch.equal(model.state_dict()[ours], torch.full_like(value, 1.0))

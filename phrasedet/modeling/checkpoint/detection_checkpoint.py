@@ -9,6 +9,9 @@ On top of Detectron2's it:
   ``roi_heads.box_head.*`` load into our region head, an ImageNet ``res5.*`` too;
 - re-initializes the RPN's output layers when the file's have another number of anchors per
   position than ``MODEL.ANCHOR_GENERATOR`` gives, with one warning line saying so;
+- gives the BatchNorm layers loaded from a Caffe2 file (affine BatchNorm: a scale and a bias, no
+  running statistics) the statistics that make them that affine map (mean 0, variance 1 - eps),
+  with one line saying so, so that such a file initializes its parts wholly;
 - logs one line per model part after loading (loaded from the file, newly initialized, partly
   loaded; :mod:`.load_report`), and raises :class:`.PretrainedPartError` when a part of
   ``PHRASEDET.WEIGHTS.PRETRAINED_PARTS`` is not wholly initialized by the file (the RPN's
@@ -22,9 +25,12 @@ import logging
 import os
 from urllib.parse import parse_qs
 
+import torch
 from detectron2.checkpoint import DetectionCheckpointer
+from detectron2.layers import FrozenBatchNorm2d
+from torch import nn
 
-from .files import read_checkpoint
+from .files import CAFFE2_AUTHOR, read_checkpoint
 from .load_report import PRETRAINED_KEY, LoadReport, counted_tensors, model_parts
 from .names import match_checkpoint, name_aliases
 
@@ -51,6 +57,26 @@ def without_other_anchor_outputs(state: dict, model_state: dict, path: str):
                    "(the rest of the RPN is loaded)", path, ", ".join(p.rstrip(".") for p in RPN_OUTPUTS), found,
                    _anchors(model_state, logits))
     return {k: v for k, v in state.items() if k not in other}, {k for k in model_state if k.startswith(RPN_OUTPUTS)}
+
+
+def affine_norm_statistics(model: nn.Module, state: dict, path: str) -> dict:
+    """``state`` with, for every BatchNorm layer of ``model`` whose scale and bias it holds but not
+    its running statistics (a Caffe2 file's affine BatchNorm), mean 0 and variance 1 - eps: the
+    statistics under which the layer computes exactly that affine map. Logs how many it set."""
+    implied = {}
+    for name, module in model.named_modules():
+        if not isinstance(module, (FrozenBatchNorm2d, nn.modules.batchnorm._BatchNorm)):
+            continue
+        if f"{name}.weight" not in state or f"{name}.bias" not in state:
+            continue
+        size = module.running_mean.shape
+        for key, value in ((f"{name}.running_mean", torch.zeros(size)), (f"{name}.running_var", torch.ones(size) - module.eps)):
+            if key not in state:
+                implied[key] = value
+    if implied:
+        logger.info("%s: affine BatchNorm (a Caffe2 file): %d running statistics set to mean 0, variance 1 - eps", path,
+                    len(implied))
+    return {**state, **implied}
 
 
 class PhrasedetCheckpointer(DetectionCheckpointer):
@@ -109,6 +135,8 @@ class PhrasedetCheckpointer(DetectionCheckpointer):
 
     def _load_model(self, checkpoint):
         state, reinitialized = without_other_anchor_outputs(self._our_names(checkpoint), self.model.state_dict(), self._path)
+        if checkpoint.get("__author__") == CAFFE2_AUTHOR:
+            state = affine_norm_statistics(self.model, state, self._path)
         checkpoint["model"] = state
         incompatible = super()._load_model(checkpoint)  # drops the tensors of other shapes from ``state``
         missing = set(incompatible.missing_keys)
