@@ -118,6 +118,23 @@ def test_every_scope_names_existing_modules_and_tests():
         assert all(m.startswith("phrasedet/") for m in scope.modules)
 
 
+def test_no_module_is_mutated_by_two_scopes():
+    modules = [m for scope in mutation.SCOPES.values() for m in scope.modules]
+    assert len(modules) == len(set(modules))
+
+
+def test_narrow_scopes_keeps_the_named_modules_and_drops_emptied_scopes():
+    a = mutation.Scope(("phrasedet/a.py", "phrasedet/b.py"), ("tests/t.py",), deselect=("tests/t.py::x",))
+    b = mutation.Scope(("phrasedet/c.py",), ("tests/u.py",))
+    assert mutation.narrow_scopes({"a": a, "b": b}, ()) == {"a": a, "b": b}
+    assert mutation.narrow_scopes({"a": a, "b": b}, ["phrasedet/b.py"]) == {
+        "a": mutation.Scope(("phrasedet/b.py",), ("tests/t.py",), deselect=("tests/t.py::x",))}
+    with pytest.raises(SystemExit) as error:
+        mutation.narrow_scopes({"a": a, "b": b}, ["phrasedet/b.py", "phrasedet/z.py", "phrasedet/y.py"])
+    assert str(error.value) == ("--modules: phrasedet/y.py, phrasedet/z.py is in none of the scopes a, b "
+                                "(python tools/mutation.py --list)")
+
+
 def test_setup_cfg_lists_the_scope(tmp_path):
     scope = mutation.SCOPES["verdicts"]
     mutation.write_setup_cfg(scope, str(tmp_path))
