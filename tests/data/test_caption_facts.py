@@ -93,6 +93,15 @@ def test_every_relation_word(rel):
 def test_a_bad_markup_line_names_its_place():
     with pytest.raises(BadAnnotationError, match=r"^Sentences/9\.txt:2: '\[' at column 1 is never closed"):
         caption_facts("[/EN#1/other a circle", "Sentences/9.txt:2")
+    with pytest.raises(BadAnnotationError) as error:
+        caption_facts("[/EN#1/other a circle")
+    assert str(error.value) == "<caption>: '[' at column 1 is never closed"
+
+
+def test_a_colour_without_a_noun_is_an_object_and_punctuation_is_stripped():
+    assert caption_facts("[/EN#1/other The red] is shown .") == (("object", d(colour="red")),)
+    assert caption_facts("There is [/EN#1/other a red circle] on the left.") == (
+        ("object", d(colour="red", position="left", shape="circle")),)
 
 
 @pytest.mark.parametrize("box_b, expected", [
@@ -107,6 +116,16 @@ def test_a_bad_markup_line_names_its_place():
 ])
 def test_relations_between(box_b, expected):
     assert relations_between((0, 0, 10, 10), box_b) == expected
+
+
+@pytest.mark.parametrize("box_b, expected", [
+    ((100, 52, 140, 62), {"above", "next to"}),     # centres 12 px apart in y, gap 2
+    ((60, 40, 85, 50), {"right of"}),               # gap 15 in x
+    ((152, 40, 170, 50), {"left of", "next to"}),   # gap exactly 12 in x
+])
+def test_relations_between_a_wide_box_away_from_the_origin(box_b, expected):
+    """x and y, left and right edges told apart: box a is 40 x 10 at (100, 40)."""
+    assert relations_between((100, 40, 140, 50), box_b) == expected
 
 
 def test_offset_boundary_is_inclusive():
@@ -223,6 +242,18 @@ _fact = st.one_of(
 def test_the_index_answers_as_brute_force_for_any_scenes_and_facts(scenes, facts, data):
     exclude = data.draw(st.one_of(st.none(), st.integers(0, len(scenes) - 1)))
     assert FactIndex(scenes).true_of(facts, exclude=exclude) == true_of_brute_force(facts, scenes, exclude)
+    # the prefilter is exact: a scene is a candidate when it has the background and an object
+    # matching each object desc the facts name, whichever order the desc's pairs come in
+    needed = []
+    for f in facts:
+        if f[0] == "background":
+            needed.append(f)
+        elif f[0] == "relation":
+            needed += [("object", f[1]), ("object", f[3])]
+        elif f[0] == "object" or f[2] > 0:
+            needed.append(("object", f[1]))
+    expected = sum(1 << i for i, scene in enumerate(scenes) if all(caption_true_of((n,), scene) for n in needed))
+    assert FactIndex(scenes).candidates(facts) == expected
 
 
 @pytest.mark.parametrize("k, n, batch, expected", [
@@ -372,6 +403,45 @@ def test_an_image_missing_from_the_ground_truth_is_named(small_root, tmp_path):
         f.write("123\n")
     with pytest.raises(KeyError, match=r"ground_truth.json has no image '123' of val.txt"):
         dataset_specificity(root, splits=["val"])
+
+
+def _copy_with_first_val_image(small_root, tmp_path):
+    root = str(tmp_path / "root")
+    shutil.copytree(small_root, root)
+    with open(os.path.join(root, "flickr30k_entities", "val.txt"), encoding="utf-8") as f:
+        image_id = f.readline().strip()
+    return root, image_id, os.path.join(root, "flickr30k_entities", "Sentences", f"{image_id}.txt")
+
+
+def test_a_bad_caption_line_or_a_missing_sentences_file_is_named(small_root, tmp_path):
+    root, _, path = _copy_with_first_val_image(small_root, tmp_path)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    lines[1] = "[/EN#1/other a circle"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with pytest.raises(BadAnnotationError) as error:
+        dataset_specificity(root, splits=["val"])
+    assert str(error.value).startswith(f"{path}:2: '[' at column 1 is never closed")
+    os.remove(path)
+    with pytest.raises(FileNotFoundError) as error:
+        dataset_specificity(root, splits=["val"])
+    assert str(error.value) == f"Sentences file {path!r} does not exist"
+
+
+def test_an_image_recorded_without_unrelated_captions_has_none(small_root, tmp_path):
+    root, image_id, _ = _copy_with_first_val_image(small_root, tmp_path)
+    before = dataset_specificity(root, splits=["val"])["val"]
+    truth = os.path.join(root, "ground_truth.json")
+    with open(truth, encoding="utf-8") as f:
+        data = json.load(f)
+    unrelated = len(data["images"][image_id]["unrelated_captions"])
+    del data["images"][image_id]["unrelated_captions"]
+    with open(truth, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    after = dataset_specificity(root, splits=["val"])["val"]
+    assert after["left_out"] == before["left_out"] - unrelated and after["batch_size"] == 64
+    assert after["captions"] == before["captions"] + unrelated
 
 
 def _dataset_stats():

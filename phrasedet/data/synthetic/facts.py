@@ -231,7 +231,10 @@ class FactIndex:
                 self._bits[key] |= 1 << i
         self._all = (1 << len(self.scenes)) - 1
 
-    def _candidates(self, facts: Iterable[tuple]) -> int:
+    def candidates(self, facts: Iterable[tuple]) -> int:
+        """The scenes (bit i: scene i) that have the background and an object matching every
+        object desc that ``facts`` name (a relation's two, a count's above 0): a superset of
+        those of which the caption is true, each then checked by :meth:`true_of`."""
         bits = self._all
         for f in facts:
             if f[0] == "background":
@@ -246,7 +249,7 @@ class FactIndex:
 
     def true_of(self, facts: Sequence[tuple], exclude: Optional[int] = None) -> list:
         """Indices of the scenes of which every fact holds, ``exclude`` left out."""
-        bits = self._candidates(facts)
+        bits = self.candidates(facts)
         if exclude is not None:
             bits &= ~(1 << exclude)
         out = []
