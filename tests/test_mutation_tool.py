@@ -181,3 +181,15 @@ def test_run_scope_passes_patterns_and_survivors_to_mutmut(tmp_path, monkeypatch
     workdir, _ = mutation.run_scope("s", scope, str(tmp_path), 2, fresh=False, retest=retest, patterns=patterns)
     assert seen == calls and workdir == str(tmp_path / "s")
     assert (tmp_path / "s" / "mutmut-run.log").is_file() and (tmp_path / "s" / "setup.cfg").is_file()
+
+
+@pytest.mark.parametrize("retest", [False, True])
+def test_a_retest_forgets_which_tests_call_which_function_and_a_run_keeps_it(tmp_path, monkeypatch, retest):
+    stats = tmp_path / "s" / "mutants" / "mutmut-stats.json"
+    stats.parent.mkdir(parents=True)
+    stats.write_text("{}")
+    monkeypatch.setattr(mutation, "_mutmut", lambda workdir, *args: "")
+    monkeypatch.setattr(mutation, "read_exit_codes", lambda workdir, module: {})
+    mutation.run_scope("s", mutation.Scope(("phrasedet/m.py",), ("tests/test_m.py",)), str(tmp_path), 1,
+                       fresh=False, retest=retest)
+    assert stats.exists() is not retest

@@ -322,16 +322,27 @@ def not_killed(workdir, modules):
                   if status_of(code) not in CAUGHT)
 
 
+def forget_test_calls(workdir):
+    """Delete mutmut's record of which tests call which function (``mutants/mutmut-stats.json``),
+    so that its next run records it again for every test."""
+    stats = os.path.join(workdir, "mutants", "mutmut-stats.json")
+    if os.path.isfile(stats):
+        os.remove(stats)
+
+
 def run_scope(name, scope, root, jobs, fresh, retest=False, patterns=()):
     """Run mutmut on one scope; with ``retest``, then re-test every mutant not killed so far.
 
     mutmut keeps a mutant's result until its function changes, so a survivor stays a survivor
     after a test that kills it is added; naming it on the command line makes mutmut re-test it
-    (and a new test is first matched to the functions it calls). ``patterns`` (fnmatch, e.g.
+    (every test is first matched again to the functions it calls). ``patterns`` (fnmatch, e.g.
     ``phrasedet.modeling.cca.linear.x_fit_cca*``) test only the matching mutants; the others keep their
     earlier result, or stay "not checked"."""
     workdir = prepare_workdir(name, scope, root, fresh)
     start = time.perf_counter()
+    if retest:  # mutmut records which functions a test calls only for tests it has not seen: an
+        # existing test that now calls a renamed or new function would never be run against its mutants
+        forget_test_calls(workdir)
     out = _mutmut(workdir, "run", "--max-children", str(jobs), *patterns)
     left = not_killed(workdir, scope.modules) if retest else []
     if left:

@@ -4,6 +4,7 @@ import json
 import math
 import os
 import shutil
+import warnings
 from itertools import product
 
 import numpy as np
@@ -101,6 +102,9 @@ def test_a_bad_markup_line_names_its_place():
 def test_a_colour_without_a_noun_is_an_object_and_punctuation_is_stripped():
     assert caption_facts("[/EN#1/other The red] is shown .") == (("object", d(colour="red")),)
     assert caption_facts("There is [/EN#1/other a red circle] on the left.") == (
+        ("object", d(colour="red", position="left", shape="circle")),)
+    # the first position said after an object places it
+    assert caption_facts("There is [/EN#1/other a red circle] on the left at the top .") == (
         ("object", d(colour="red", position="left", shape="circle")),)
 
 
@@ -285,7 +289,9 @@ def test_split_specificity_by_hand():
 
 
 def test_split_without_captions():
-    m = split_specificity(SCENES, [[None, None], [], [None]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice" warning: the figures are NaN by design
+        m = split_specificity(SCENES, [[None, None], [], [None]])
     assert m["captions"] == 0 and m["left_out"] == 3 and math.isnan(m["mean_in_batch"]) and m["max_in_split"] == 0
     assert m["batch_size"] == 64  # the default B
 
@@ -355,6 +361,13 @@ def test_a_blind_index_stops_the_measure_and_names_the_caption(small_root, monke
     with pytest.raises(IndexDisagreement, match=rf"^image {first}, caption 0: FactIndex finds scenes \[1\] \(1\), "
                                                 r"brute force \[\] \(0\), for the facts \(\("):
         dataset_specificity(small_root, splits=["val"])
+    # lists longer than 10 are cut at 10, with their lengths given
+    scenes = [{"background": "gray", "objects": []} for _ in range(13)]
+    monkeypatch.setattr(FactIndex, "true_of", lambda self, facts, exclude=None: list(range(1, 12)))
+    with pytest.raises(IndexDisagreement) as error:
+        split_specificity(scenes, [[gray]] + [[]] * 12)
+    assert str(error.value) == ("image scene 0, caption 0: FactIndex finds scenes [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] (11), "
+                                "brute force [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] (12), for the facts (('background', 'gray'),)")
 
 
 def test_generated_captions_pick_their_image_out_and_differ(small_root):

@@ -11,6 +11,7 @@ negatives for a loss over in-batch negatives), and at least one with probability
 ``1 - C(n - 1 - k, b) / C(n - 1, b)``. Captions listed in ``UNRELATED_CAPTIONS`` describe no
 image and are left out (counted). docs/DATA.md explains the measure.
 """
+import math
 import os
 from typing import Optional, Sequence
 
@@ -33,7 +34,7 @@ def in_batch_chance(k: int, n: int, batch_size: int) -> tuple:
     """(expected count, probability of at least one) of the ``k`` other images a caption is true of
     in a uniform batch of ``batch_size`` images of an ``n``-image split holding its own image."""
     b = min(batch_size, n) - 1
-    if k <= 0 or b <= 0:
+    if b <= 0:
         return 0.0, 0.0
     none = 1.0
     for t in range(b):  # C(n - 1 - k, b) / C(n - 1, b) as a product of b ratios
@@ -82,8 +83,8 @@ def split_specificity(scenes: Sequence[dict], captions: Sequence[Sequence], batc
                     f"{found[:10]} ({len(found)}), for the facts {facts!r}")
             ks.append(len(found))
     chances = np.array([in_batch_chance(k, n, batch_size) for k in ks]).reshape(-1, 2)
-    k = np.asarray(ks, dtype=np.float64)
-    mean = (lambda a: float(a.mean())) if k.size else (lambda a: float("nan"))
+    k = np.asarray(ks)
+    mean = (lambda a: float(a.mean())) if k.size else (lambda a: math.nan)  # no warning for an empty split
     return {"images": n, "captions": int(k.size), "left_out": left_out, "batch_size": int(batch_size),
             "mean_in_batch": mean(chances[:, 0]), "share_in_batch": mean(chances[:, 1]),
             "mean_in_split": mean(k), "share_in_split": mean(k > 0), "max_in_split": int(k.max()) if k.size else 0}
