@@ -14,7 +14,8 @@ from detectron2.modeling import build_model
 from detectron2.structures import Boxes, Instances
 from detectron2.utils.events import EventStorage
 
-from phrasedet.modeling.checkpoint import PhrasedetCheckpointer, PretrainedPartError, load_backbone_weights
+from phrasedet.fileio import BadFileError
+from phrasedet.modeling.checkpoint import PhrasedetCheckpointer, PretrainedPartError, load_backbone_weights, load_checkpoint_state
 from tests.checkpoint_fixtures import (phrasedet_config, torchvision_resnet, write_imagenet_pkl, write_model_zoo_checkpoint,
                                        write_torchvision_resnet)
 
@@ -378,3 +379,42 @@ def test_of_two_file_tensors_for_one_model_tensor_the_one_under_our_name_is_kept
     torch.save({"model": {**{k: v for k, v in model.state_dict().items() if k != ours}, **state}}, path)
     PhrasedetCheckpointer.from_config(cfg, model).load(str(path))
     assert torch.equal(model.state_dict()[ours], torch.full_like(value, 1.0))
+
+
+def test_affine_norm_statistics_are_set_only_for_layers_with_scale_and_bias_and_no_statistics():
+    from torch import nn
+
+    from phrasedet.modeling.checkpoint.detection_checkpoint import affine_norm_statistics
+
+    model = nn.Sequential(nn.BatchNorm2d(2), nn.BatchNorm2d(3), nn.BatchNorm2d(1), nn.Conv2d(1, 1, 1))
+    kept = torch.tensor([5.0])
+    state = {"0.weight": torch.ones(2), "1.weight": torch.ones(3), "1.bias": torch.zeros(3),
+             "2.weight": torch.ones(1), "2.bias": torch.zeros(1), "2.running_mean": kept, "3.weight": torch.ones(1, 1, 1, 1)}
+    out = affine_norm_statistics(model, state, "f.pkl")
+    assert sorted(set(out) - set(state)) == ["1.running_mean", "1.running_var", "2.running_var"]
+    assert torch.equal(out["1.running_mean"], torch.zeros(3)) and torch.equal(out["1.running_var"], torch.full((3,), 1 - 1e-5))
+    assert out["2.running_mean"] is kept and torch.equal(out["2.running_var"], torch.full((1,), 1 - 1e-5))
+
+
+def test_a_file_without_backbone_tensors_and_a_missing_file_are_named(tmp_path):
+    path = str(tmp_path / "heads.pth")
+    torch.save({"model": {name: torch.zeros(1) for name in ("z", "head.weight", "a.b", "c")}}, path)
+    with pytest.raises(BadFileError) as error:
+        load_backbone_weights(torch.nn.Linear(1, 1), path)
+    assert str(error.value) == (f"{path}: no tensor under image_encoder.backbone. or backbone.bottom_up. or backbone. "
+                                "(e.g. ['a.b', 'c', 'head.weight'])")
+    with pytest.raises(FileNotFoundError) as error:
+        load_backbone_weights(torch.nn.Linear(1, 1), str(tmp_path / "none.pth"))
+    assert str(error.value) == f"MODEL.RETRIEVAL.BACKBONE_WEIGHTS: no file {str(tmp_path / 'none.pth')!r}"
+    with pytest.raises(FileNotFoundError) as error:
+        load_checkpoint_state(str(tmp_path / "none.pth"), "saved layers file")
+    assert str(error.value) == f"saved layers file {str(tmp_path / 'none.pth')!r} does not exist"
+
+
+@pytest.mark.parametrize("num_tensors, new", [(4, "b, c, d"), (5, "b, c, d, ..."), (3, "b, c")])
+def test_a_partly_loaded_part_shows_at_most_three_new_tensors(num_tensors, new):
+    from phrasedet.modeling.checkpoint.load_report import LoadReport
+
+    tensors = [f"p.{c}" for c in "abcde"[:num_tensors]]
+    report = LoadReport("w.pth", ["p"], tensors, loaded={"p.a"})
+    assert report.part_line("p") == f"p: partly loaded (1 of {num_tensors}; new: {new})"
