@@ -142,6 +142,7 @@ def test_setup_cfg_lists_the_scope(tmp_path):
     assert text.startswith("[mutmut]\nsource_paths=phrasedet/\n")
     for path in scope.modules + scope.tests:
         assert f"\n    {path}\n" in text
+    assert "\n    -o\n    tmp_path_retention_policy=none\n" in text  # no temporary folder left per mutant
 
 
 def test_not_killed_names_every_mutant_whose_last_result_is_not_a_kill(tmp_path):

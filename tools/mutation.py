@@ -140,6 +140,11 @@ SCOPES = {
 # Statements that only log: never mutated (mutmut's do_not_mutate_patterns, matched per line).
 DO_NOT_MUTATE = [r"^\s*logger\.(debug|info|warning|error|exception)\(", r"^\s*log_every_n"]
 CAUGHT = {"killed", "timeout", "segfault"}
+# Every mutant is a pytest session of its own in a process that mutmut forks from one that stays
+# alive, so pytest never removes an old session's temporary folder (it keeps those whose lock
+# belongs to a live process): with the checkpoint tests' 0.9 GB of weight files per session, a
+# scope filled a 250 GB disk in two hours. Each session removes its own folders instead.
+KEEP_NO_TMP = ["-o", "tmp_path_retention_policy=none"]
 
 
 def status_of(exit_code):
@@ -273,7 +278,7 @@ def write_setup_cfg(scope, workdir):
             "source_paths=phrasedet/\n"
             f"only_mutate={block(scope.modules)}\n"
             f"pytest_add_cli_args_test_selection={block(scope.tests)}\n"
-            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *deselect])}\n"
+            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *KEEP_NO_TMP, *deselect])}\n"
             f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
             "also_copy=\n    configs/\n    tools/\n    pytest.ini\n"
             "process_isolation=forkserver\n")
