@@ -264,3 +264,45 @@ def test_infinite_points_and_detections_with_boxes_that_are_not_finite_are_error
 
     assert run(PointingGameEvaluator(POINTING_TOY), outputs_of=nan_box_without_score)["pointing"]["accuracy"] == \
         run(PointingGameEvaluator(POINTING_TOY), outputs_of=detector_outputs)["pointing"]["accuracy"]
+
+
+def test_points_come_back_as_float64_from_any_float_input():
+    from phrasedet.evaluation.pointing.outputs import OutputPoints, box_centres
+
+    points = OutputPoints()
+    for given in (torch.tensor([[1.5, 2.25]], dtype=torch.bfloat16), np.array([[1.5, 2.25]], dtype=np.float32)):
+        out = points("7", {"points": given}, ["a"])
+        assert out.dtype == np.float64 and out.tolist() == [[1.5, 2.25]]
+    assert box_centres(np.array([0.0, 2.0, 4.0, 10.0])).tolist() == [2.0, 6.0]  # one box
+    assert box_centres(np.zeros((2, 3, 4))).shape == (2, 3, 2)
+
+
+def test_detections_keep_float64_precision_skip_nan_scores_and_miss_rows_without_any():
+    from phrasedet.evaluation.pointing.outputs import OutputPoints
+
+    third = 1.0 / 3.0  # not a float32 number: a float32 pass would move the centre
+    scores = torch.tensor([[0.5, 0.5 + 1e-12, float("nan")], [float("nan"), float("nan"), float("nan")],
+                           [float("nan"), 0.2, 0.9]], dtype=torch.float64)
+    boxes = torch.tensor([[[0, 0, 2, 2], [third, third, third, third], [5, 5, 6, 6]],
+                          [[1, 1, 3, 3]] * 3,
+                          [[10, 10, 20, 20], [0, 0, 2, 2], [4, 4, 8, 8]]], dtype=torch.float64)
+    output = {"phrases": ["a", "b", "c"], "scores": scores, "boxes": boxes}
+    out = OutputPoints()("7", output, ["a", "b", "c"])
+    assert out[0].tolist() == [third, third]      # 0.5 + 1e-12 beats 0.5 in float64, not in float32
+    assert np.isnan(out[1]).all()                 # every score NaN: no point, though the boxes are finite
+    assert out[2].tolist() == [6.0, 6.0]          # the NaN score is no detection: 0.9 wins, not the NaN
+
+
+def test_the_phrase_index_is_kept_for_an_equal_list_and_rebuilt_for_another():
+    from phrasedet.evaluation.pointing.outputs import OutputPoints
+
+    points = OutputPoints()
+    scores, boxes = torch.tensor([[1.0], [1.0]]), torch.tensor([[[0.0, 0, 2, 2]], [[4.0, 4, 8, 8]]])
+    assert points("1", {"phrases": ["a", "b"], "scores": scores, "boxes": boxes}, ["b"]).tolist() == [[6.0, 6.0]]
+    index = points._index
+    points("2", {"phrases": ["a", "b"], "scores": scores, "boxes": boxes}, ["b"])
+    assert points._index is index  # an equal list (another object): built once
+    assert points("3", {"phrases": ["b", "a"], "scores": scores, "boxes": boxes}, ["b"]).tolist() == [[1.0, 1.0]]
+    with pytest.raises(ValueError) as error:
+        points("4", {"phrases": ["a"], "boxes": boxes}, ["a"])
+    assert str(error.value) == "image_id '4': the model output has 'phrases' but no 'scores'"

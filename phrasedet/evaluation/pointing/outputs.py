@@ -30,7 +30,7 @@ __all__ = ["OutputPoints", "box_centres", "detection_points"]
 
 def _float64(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
-        x = x.detach().to("cpu", torch.float64).numpy()
+        x = x.detach().cpu().to(torch.float64).numpy()  # float64 first: NumPy has no bfloat16
     return np.asarray(x, dtype=np.float64)
 
 
