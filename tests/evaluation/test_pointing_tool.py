@@ -204,3 +204,25 @@ def test_a_heatmaps_file_missing_a_query_is_named(tmp_path):
     with pytest.raises(ValueError) as e:
         evaluate_heatmaps_file(path, POINTING_TOY)
     assert str(e.value) == f"{path}: 1 of the 5 queries of dataset '{POINTING_TOY}' are missing, e.g. query_id 'q4'"
+
+
+def test_saved_pointing_files_have_their_documented_types_and_layout(tmp_path):
+    from phrasedet.evaluation.pointing.dataset import PointingGroundTruth
+    from phrasedet.evaluation.pointing.files import save_pointing_predictions, save_points, write_pointing_results
+
+    gt = PointingGroundTruth("toy", ["1"], [[10, 10]], ["q1", "q2"], ["a", "b"], [[0, 0, 1, 1], [0, 0, 2, 2]], [2])
+    protocol = PointingProtocol("tolerance", 15)
+    path = str(tmp_path / "p.npz")
+    save_pointing_predictions(path, gt, np.array([[0.5, 1.5], [2.5, 3.5]], np.float32), {"tol15": np.array([1, 0])},
+                              protocol)
+    with np.load(path) as npz:
+        assert npz["points"].dtype == np.float64 and npz["hit_tol15"].dtype == bool
+        assert npz["tolerance"].dtype == np.float64 and float(npz["tolerance"]) == 15.0
+        assert npz["hit_tol15"].tolist() == [True, False] and npz["query_id"].tolist() == ["q1", "q2"]
+    save_points(str(tmp_path / "q.npz"), [1, 2], np.array([1.5, 2.5, 3.5, 4.5], np.float32))
+    with np.load(str(tmp_path / "q.npz")) as npz:
+        assert npz["points"].dtype == np.float64 and npz["points"].tolist() == [[1.5, 2.5], [3.5, 4.5]]
+    results = str(tmp_path / "r.json")
+    write_pointing_results(results, {"pointing": {"accuracy": 50.0}}, protocol)
+    with open(results, encoding="utf-8") as f:
+        assert f.read() == json.dumps({"pointing": {"accuracy": 50.0}, "protocol": protocol.as_dict()}, indent=1)

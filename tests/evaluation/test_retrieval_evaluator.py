@@ -176,3 +176,15 @@ def test_embeddings_that_are_not_finite_are_errors_naming_the_image_key_and_row(
         values[2] = float("inf")
         assert str(e.value) == (f"image_id 'img03': {key!r} row {row}: values must be finite numbers, got {values} "
                                 "(1 such rows; a diverged model?)")
+
+
+def test_saved_embeddings_have_their_documented_types(tmp_path):
+    from phrasedet.evaluation.retrieval.files import save_embeddings
+
+    path = str(tmp_path / "e.npz")
+    save_embeddings(path, [3, 4], np.ones((2, 3), np.float64), np.full((4, 3), 0.5, np.float16),
+                    np.array([0, 0, 1, 1], np.int32))
+    with np.load(path) as npz:
+        assert npz["images"].dtype == np.float32 and npz["captions"].dtype == np.float32
+        assert npz["caption_to_image"].dtype == np.int64 and npz["image_ids"].tolist() == ["3", "4"]
+        assert npz["captions"].tolist() == [[0.5] * 3] * 4

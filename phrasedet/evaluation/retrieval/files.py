@@ -51,7 +51,7 @@ def _ids(image_ids: Sequence[str]) -> np.ndarray:
 def save_embeddings(path: str, image_ids: Sequence[str], images: np.ndarray, captions: np.ndarray,
                     caption_to_image: np.ndarray) -> None:
     """Write ``retrieval_embeddings.npz`` (module docstring) to ``path``."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+    with zipfile.ZipFile(path, "w") as zf:  # stored, zip64 where needed: the defaults
         for key, array in (("image_ids", _ids(image_ids)), ("images", np.asarray(images, np.float32)),
                            ("captions", np.asarray(captions, np.float32)),
                            ("caption_to_image", np.asarray(caption_to_image, np.int64))):
@@ -68,7 +68,7 @@ class ScoresWriter:
     def __init__(self, path: str, image_ids: Sequence[str], caption_to_image: np.ndarray, gt_scores: np.ndarray):
         self.path = path
         self._shape = (len(image_ids), len(caption_to_image))
-        self._zip = zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True)
+        self._zip = zipfile.ZipFile(path, "w")  # stored, zip64 where needed: the defaults
         for key, array in (("image_ids", _ids(image_ids)), ("caption_to_image", np.asarray(caption_to_image, np.int64)),
                            ("gt_scores", np.asarray(gt_scores))):
             _write_member(self._zip, key, array)
