@@ -1,5 +1,6 @@
 """RetrievalEvaluator on a registered toy split: dataset order, protocols, saved files, errors."""
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -188,3 +189,49 @@ def test_saved_embeddings_have_their_documented_types(tmp_path):
         assert npz["images"].dtype == np.float32 and npz["captions"].dtype == np.float32
         assert npz["caption_to_image"].dtype == np.int64 and npz["image_ids"].tolist() == ["3", "4"]
         assert npz["captions"].tolist() == [[0.5] * 3] * 4
+
+
+def test_the_scores_writer_refuses_blocks_out_of_order_and_deletes_an_incomplete_file(tmp_path):
+    from phrasedet.evaluation.retrieval.files import ScoresWriter
+
+    path = str(tmp_path / "s.npz")
+    writer = ScoresWriter(path, ["a", "b", "c"], np.array([0, 1, 2, 2]), np.zeros(4))
+    for first_row, block in ((1, np.zeros((1, 4))), (0, np.zeros((1, 3)))):
+        with pytest.raises(ValueError) as error:
+            writer.write(first_row, block)
+        assert str(error.value) == (f"{path}: expected the block of rows from 0 with 4 columns, got rows from "
+                                    f"{first_row} of shape {block.shape}")
+    writer.write(0, np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError) as error:
+        writer.close()
+    assert str(error.value) == f"{path}: only 2 of 3 rows were written; file deleted"
+    assert not os.path.exists(path)
+    writer.close()  # a second close does nothing
+
+
+@pytest.mark.parametrize("num_captions", [0, 2])
+def test_a_score_matrix_without_rows_is_written_with_its_header(tmp_path, num_captions):
+    from phrasedet.evaluation.retrieval.files import ScoresWriter
+
+    path = str(tmp_path / "s.npz")
+    with ScoresWriter(path, [], np.zeros(num_captions, np.int64), np.zeros(num_captions)):
+        pass
+    with np.load(path) as npz:
+        assert npz["scores"].dtype == np.float32 and npz["scores"].shape == (0, num_captions)
+
+
+def test_saved_members_may_pass_the_zip64_limit(tmp_path, monkeypatch):
+    """Members are written with their size unknown: without force_zip64 one above 2 GiB fails
+    (here the limit is lowered to 64 bytes)."""
+    import zipfile
+
+    from phrasedet.evaluation.retrieval.files import ScoresWriter, load_scores, save_embeddings
+
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 64)
+    save_embeddings(str(tmp_path / "e.npz"), ["a", "b"], np.ones((2, 20)), np.ones((4, 20)), np.array([0, 0, 1, 1]))
+    with ScoresWriter(str(tmp_path / "s.npz"), ["a", "b"], np.array([0, 0, 1, 1]), np.ones(4)) as writer:
+        writer.write(0, np.ones((2, 4), np.float32))
+    monkeypatch.undo()
+    with np.load(str(tmp_path / "e.npz")) as npz:
+        assert npz["images"].shape == (2, 20)
+    assert load_scores(str(tmp_path / "s.npz"))["scores"].shape == (2, 4)
