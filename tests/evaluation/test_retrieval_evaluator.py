@@ -235,3 +235,26 @@ def test_saved_members_may_pass_the_zip64_limit(tmp_path, monkeypatch):
     with np.load(str(tmp_path / "e.npz")) as npz:
         assert npz["images"].shape == (2, 20)
     assert load_scores(str(tmp_path / "s.npz"))["scores"].shape == (2, 4)
+
+
+def test_assembly_errors_count_and_name_the_images():
+    register_retrieval_toy()
+    evaluator = RetrievalEvaluator(RETRIEVAL_TOY)
+
+    def seen(indices, dim=lambda n: 6):
+        return [(n, np.zeros(dim(n), np.float32), np.zeros((0, dim(n)), np.float32)) for n in indices]
+
+    with pytest.raises(ValueError) as error:
+        evaluator._assemble(seen(list(range(12)) + list(range(7))))
+    assert str(error.value) == (f"7 test images of {RETRIEVAL_TOY!r} were evaluated more than once, e.g. image_id "
+                                "['img00', 'img01', 'img02', 'img03', 'img04']")
+    with pytest.raises(ValueError) as error:
+        evaluator._assemble(seen(range(6)))
+    assert str(error.value) == (f"6 of 12 test images of {RETRIEVAL_TOY!r} were not evaluated, e.g. image_id "
+                                "['img06', 'img07', 'img08', 'img09', 'img10']")
+    with pytest.raises(ValueError) as error:
+        evaluator._assemble(seen(range(11)))  # the last one missing
+    assert str(error.value) == f"1 of 12 test images of {RETRIEVAL_TOY!r} were not evaluated, e.g. image_id ['img11']"
+    with pytest.raises(ValueError) as error:
+        evaluator._assemble(seen(range(12), dim=lambda n: 4 if n == 5 else 6))
+    assert str(error.value) == "images have embeddings of different sizes [4, 6]"
