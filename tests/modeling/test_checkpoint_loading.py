@@ -418,3 +418,35 @@ def test_a_partly_loaded_part_shows_at_most_three_new_tensors(num_tensors, new):
     tensors = [f"p.{c}" for c in "abcde"[:num_tensors]]
     report = LoadReport("w.pth", ["p"], tensors, loaded={"p.a"})
     assert report.part_line("p") == f"p: partly loaded (1 of {num_tensors}; new: {new})"
+
+
+def test_a_backbone_that_does_not_fit_is_named_and_batchnorm_counters_may_be_absent(tmp_path):
+    from torch import nn
+
+    backbone = nn.Sequential(*[nn.Linear(1, 1) for _ in range(6)])  # 0.weight, 0.bias, ..., 5.bias
+    path = str(tmp_path / "w.pth")
+    torch.save({"model": {f"backbone.{i}.{p}": torch.zeros(2, 2) if p == "weight" else torch.zeros(2)
+                          for i in range(4) for p in ("weight", "bias")}}, path)
+    with pytest.raises(BadFileError) as error:
+        load_backbone_weights(backbone, path)
+    assert str(error.value) == (
+        f"{path}: its backbone does not fit the configured one: missing ['4.weight', '4.bias', '5.weight', '5.bias'], "
+        "other shapes [('0.weight', (2, 2), (1, 1)), ('0.bias', (2,), (1,)), ('1.weight', (2, 2), (1, 1))]")
+    torch.save({"model": {f"backbone.{i}.{p}": torch.zeros(2) for i in range(7) for p in ("weight", "bias")}}, path)
+    with pytest.raises(BadFileError) as error:
+        load_backbone_weights(nn.Sequential(*[nn.Linear(2, 2) for _ in range(7)]), path)
+    assert str(error.value) == (f"{path}: its backbone does not fit the configured one: missing [], other shapes "
+                                "[('0.weight', (2,), (2, 2)), ('1.weight', (2,), (2, 2)), ('2.weight', (2,), (2, 2))]")
+    many = nn.Sequential(*[nn.Linear(1, 1) for _ in range(4)])
+    torch.save({"model": {"backbone.x": torch.zeros(1)}}, path)
+    with pytest.raises(BadFileError) as error:
+        load_backbone_weights(many, path)
+    assert str(error.value) == (f"{path}: its backbone does not fit the configured one: missing ['0.weight', '0.bias', "
+                                "'1.weight', '1.bias', '2.weight'], other shapes []")
+    # BatchNorm's num_batches_tracked may be missing from the file: the rest loads
+    with_bn = nn.Sequential(nn.Conv2d(1, 1, 1), nn.BatchNorm2d(1))
+    state = {f"backbone.{k}": torch.full_like(v, 0.5) for k, v in with_bn.state_dict().items()
+             if not k.endswith("num_batches_tracked")}
+    torch.save({"model": state}, path)
+    load_backbone_weights(with_bn, path)
+    assert with_bn[1].running_mean.item() == 0.5 and with_bn[0].weight.item() == 0.5
