@@ -31,8 +31,8 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
-from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, draw_curves, oracle_features,  # noqa: E402
-                                         pretrained_cnn, selection_opts)
+from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
+                                         oracle_features, pretrained_cnn, selection_opts)
 from phrasedet.engine.pointing_claims import claim_verdicts, format_claims, format_table, split_results  # noqa: E402
 from phrasedet.engine.runs import run_tool, train_run  # noqa: E402
 
@@ -40,10 +40,6 @@ MODELS = ["dsve_loc", "dsve_loc_gap", "dsve_loc_sum", "dsve_loc_warmup"]
 VAL = "builtin_flickr30k_captions_val"
 SPLITS = ("builtin_flickr30k_captions_train", VAL, "builtin_flickr30k_captions_test", "builtin_flickr30k_pointing_val",
           "builtin_flickr30k_pointing_test")
-
-
-def _dataset_flags(names):
-    return [flag for n in names for flag in ("--dataset", n)]
 
 
 def _config(name):
@@ -55,7 +51,7 @@ def cnn_maps(root, weights, resume, opts):
     out = os.path.join(root, "features", "maps")
     if not (resume and os.path.isfile(os.path.join(out, "extractor.pth"))):
         run_tool("extract_image_features.py", "--config-file", _config("dsve_loc"), "--output-dir", out, "--maps",
-                 *_dataset_flags(SPLITS), "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
+                 *dataset_flags(SPLITS), "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
     return out
 
 

@@ -46,8 +46,8 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
-from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, draw_curves, oracle_features,  # noqa: E402
-                                         pretrained_cnn, selection_opts, selected_weights)
+from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
+                                         oracle_features, pretrained_cnn, selection_opts, selected_weights)
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
 from phrasedet.engine.runs import run_tool, train_run  # noqa: E402
 
@@ -63,10 +63,6 @@ VAL, SPLITS = "builtin_flickr30k_captions_val", ("builtin_flickr30k_captions_tra
 FINETUNE_LR = 2e-5  # VSE++: the second half's learning rate, kept while the CNN is fine-tuned
 
 
-def _dataset_flags(names):
-    return [flag for n in names for flag in ("--dataset", n)]
-
-
 def _config(name):
     return os.path.join(ROOT, "configs", "retrieval", f"{name}.yaml")
 
@@ -75,7 +71,7 @@ def extract_features(root, weights, resume, opts):
     """The CNN's pooled features of every split into ``<root>/features``."""
     out = os.path.join(root, "features")
     if not (resume and os.path.isfile(os.path.join(out, "extractor.pth"))):
-        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out, *_dataset_flags(SPLITS),
+        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out, *dataset_flags(SPLITS),
                  "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
     return out
 

@@ -14,7 +14,7 @@ import os
 from .model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
-           "selection_opts", "selected_weights", "draw_curves"]
+           "selection_opts", "selected_weights", "draw_curves", "dataset_flags"]
 
 REPRESENTATIONS = ("cnn", "oracle")
 #: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
@@ -47,6 +47,11 @@ def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
     if not (resume and done):
         write_oracle_features(out, names, grid, load_ground_truth(builtin_dataset_root()))
     return dirs
+
+
+def dataset_flags(names) -> list:
+    """``--dataset`` flags of ``tools/extract_image_features.py``, one per dataset name."""
+    return [flag for n in names for flag in ("--dataset", n)]
 
 
 def budget_opts(iterations: int) -> list:
