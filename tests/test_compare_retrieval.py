@@ -105,3 +105,25 @@ def test_compare_pointing_on_cnn_maps_and_oracle_maps(tmp_path):
         assert _curve_iterations(run / "metrics.json") == [1, 4]  # the last: after training, at MAX_ITER
         assert f"adaptation): Conv2d({channels}, 16" in (run / "train_net.log").read_text()
     assert "| dsve_loc |" in out and "oracle: built-in test split, pointing game with the strict hit rule" in out
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_records_carry_a_comparison_to_a_new_machine(tmp_path):
+    """--record-root: a new machine restores the finished runs from their records; a fine-tuned run
+    whose frozen run kept no weights trains that run again first."""
+    records, output = tmp_path / "results", tmp_path / "output"
+    rec = ["--representations", "cnn", "--record-root", str(records)]
+    _tool("compare_retrieval.py", output, *rec, "--models", "vse0")
+    first = _summary(output)["representations"]["cnn"]["runs"]["vse0"]
+    assert json.loads((records / "cnn" / "seed0" / "vse0" / "record.json").read_text())["name"] == "vse0"
+    assert not list(records.rglob("*.pth"))
+    os.rename(output, tmp_path / "old machine")
+    out = _tool("compare_retrieval.py", output, "--resume", *rec, "--models", "vse0")
+    assert "vse0:" not in out and _summary(output)["representations"]["cnn"]["runs"]["vse0"] == first
+    out = _tool("compare_retrieval.py", output, "--resume", *rec, "--models", "vse0", "vse0_ft")
+    assert "seed0/vse0: restored from its record without weights: trained again" in out
+    assert "vse0:" in out and "vse0_ft:" in out
+    assert "seed0/vse0/model_best.pth" in (output / "cnn" / "seed0" / "vse0_ft" / "train_net.log").read_text()
+    os.rename(output, tmp_path / "third machine")
+    out = _tool("compare_retrieval.py", output, "--resume", *rec, "--models", "vse0", "vse0_ft")
+    assert "vse0:" not in out and "vse0_ft:" not in out and "| vse0_ft |" in out

@@ -32,7 +32,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
-                                         oracle_features, pretrained_cnn, selection_opts)
+                                         oracle_features, pretrained_cnn, representation_records, selection_opts)
 from phrasedet.engine.pointing_claims import claim_verdicts, format_claims, format_table, split_results  # noqa: E402
 from phrasedet.engine.runs import run_tool, train_run  # noqa: E402
 
@@ -65,6 +65,8 @@ def main(argv=None):
     p.add_argument("--budget", type=int, default=3000, help="iterations of every model")
     p.add_argument("--val-period", type=int, default=100, help="iterations between two validations")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--record-root", default="", help="keep each finished run's record here and restore from it "
+                   "(phrasedet/engine/run_records.py; the project's: results/pointing_compare)")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget, "representations": {}}
@@ -78,6 +80,7 @@ def main(argv=None):
             print(f"image CNN: {weights or 'random initialization'}", flush=True)
             maps = cnn_maps(root, weights, args.resume, args.opts)
         on_maps = ["MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", maps]
+        records = representation_records(root, args.record_root, rep, os.path.join(maps, f"{SPLITS[0]}.npy"))
         runs, minutes, curves = {m: [] for m in args.models}, {m: [] for m in args.models}, {m: [] for m in args.models}
         for seed in args.seeds:
             print(f"{rep}, seed {seed}", flush=True)
@@ -85,7 +88,7 @@ def main(argv=None):
                 out = os.path.join(root, f"seed{seed}", name)
                 results, spent = train_run(name, _config(name), out, args.resume,
                                            [*on_maps, *budget_opts(args.budget), *selection_opts(VAL, args.val_period),
-                                            "SEED", seed, *args.opts])
+                                            "SEED", seed, *args.opts], records=records)
                 runs[name].append(split_results(results))
                 minutes[name].append(spent)
                 curves[name].append(os.path.join(out, "metrics.json"))

@@ -47,9 +47,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
-                                         oracle_features, pretrained_cnn, selection_opts, selected_weights)
+                                         oracle_features, pretrained_cnn, representation_records, selection_opts,
+                                         selected_weights)
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
-from phrasedet.engine.runs import run_tool, train_run  # noqa: E402
+from phrasedet.engine.runs import finished, run_tool, train_run  # noqa: E402
 
 FROZEN = ["vse0", "vsepp", "vsepp_warmup", "clip", "two_branch", "two_branch_no_nbr", "similarity_net"]
 TUNED = {"vse0_ft": "vse0", "vsepp_ft": "vsepp"}
@@ -76,9 +77,9 @@ def extract_features(root, weights, resume, opts):
     return out
 
 
-def train(name, config, out, resume, opts, flags=()):
+def train(name, config, out, resume, opts, flags=(), records=None):
     """One train_net run of ``configs/retrieval/<config>.yaml``: (retrieval metrics, minutes)."""
-    results, minutes = train_run(name, _config(config), out, resume, opts, flags)
+    results, minutes = train_run(name, _config(config), out, resume, opts, flags, records)
     return results["retrieval"], minutes
 
 
@@ -100,10 +101,29 @@ def stage1_config_opts(config: str, budget: int):
 class Comparison:
     """The runs of one representation: ``<root>/seed<s>/<model>``."""
 
-    def __init__(self, rep, root, features, weights, args):
+    def __init__(self, rep, root, features, weights, args, records=None):
         self.rep, self.root, self.features, self.weights, self.args = rep, root, features, weights, args
         self.on_features = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features]
         self.select = selection_opts(VAL, args.val_period)
+        self.records = records
+
+    def train(self, name, config, out, opts, flags=(), resume=None):
+        """:func:`train` with this comparison's ``--resume`` (unless ``resume`` says) and records."""
+        return train(name, config, out, self.args.resume if resume is None else resume, opts, flags, self.records)
+
+    def weights_of(self, out, retrain):
+        """The weights a run in ``out`` selected; when it was restored from its record (which keeps
+        no weights) and a later run needs them, ``retrain()`` trains it again first."""
+        if self.records is not None and self.records.read(out) is not None:
+            try:
+                kept = os.path.isfile(selected_weights(out))
+            except FileNotFoundError:
+                kept = False
+            if not kept:
+                print(f"  {os.path.relpath(out, self.root)}: restored from its record without weights: trained again",
+                      flush=True)
+                retrain()
+        return selected_weights(out)
 
     def models(self):
         allowed = MODELS if self.rep == "cnn" else ["untrained"] + FROZEN + list(STAGE1_EVALUATED)
@@ -115,17 +135,25 @@ class Comparison:
         seed_opts, done = ["SEED", seed, *a.opts], {}
         models = self.models()
         if "untrained" in models:  # the chance level: VSE0's model as initialized, evaluated
-            done["untrained"] = train("untrained", "vse0", os.path.join(base, "untrained"), a.resume,
-                                      [*self.on_features, *seed_opts], flags=["--eval-only"])
+            done["untrained"] = self.train("untrained", "vse0", os.path.join(base, "untrained"),
+                                           [*self.on_features, *seed_opts], flags=["--eval-only"])
+
+        def frozen_run(name, resume=None):
+            return self.train(name, name, os.path.join(base, name),
+                              [*self.on_features, *budget_opts(a.budget), *self.select, *seed_opts], resume=resume)
+
         for name in (m for m in models if m in FROZEN):
-            done[name] = train(name, name, os.path.join(base, name), a.resume,
-                               [*self.on_features, *budget_opts(a.budget), *self.select, *seed_opts])
+            done[name] = frozen_run(name)
         for name in (m for m in models if m in TUNED):
-            frozen = selected_weights(os.path.join(base, TUNED[name]))
-            done[name] = train(name, f"{TUNED[name]}_ft", os.path.join(base, name), a.resume,
-                               ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights,
-                                "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, *budget_opts(a.finetune_budget),
-                                "SOLVER.BASE_LR", FINETUNE_LR, *self.select, *seed_opts])
+            out, parent = os.path.join(base, name), TUNED[name]
+            if finished(out, a.resume, self.records):
+                frozen = ""  # restored or kept: not trained again
+            else:
+                frozen = self.weights_of(os.path.join(base, parent), lambda: done.update({parent: frozen_run(parent, False)}))
+            done[name] = self.train(name, f"{parent}_ft", out,
+                                    ["MODEL.WEIGHTS", frozen, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights,
+                                     "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", 0, *budget_opts(a.finetune_budget),
+                                     "SOLVER.BASE_LR", FINETUNE_LR, *self.select, *seed_opts])
         for name in (m for m in models if m in INSTANCE):
             done.update(self.run_instance_loss(name, base, seed_opts))
         return done
@@ -135,22 +163,25 @@ class Comparison:
         cnn; on the oracle, the stage-I model alone {name_stage1: (metrics, minutes)}."""
         a, out = self.args, os.path.join(base, name)
         if self.rep != "cnn":
-            return {f"{name}_stage1": train(f"{name}_stage1", INSTANCE[name], out, a.resume,
-                                            [*self.on_features, *stage1_config_opts(INSTANCE[name], a.budget),
-                                             *self.select, *seed_opts])}
+            return {f"{name}_stage1": self.train(f"{name}_stage1", INSTANCE[name], out,
+                                                 [*self.on_features, *stage1_config_opts(INSTANCE[name], a.budget),
+                                                  *self.select, *seed_opts])}
         # stage I on the CNN's features when it has trained weights (a random CNN: on pixels, frozen)
         on_features = ["PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR", self.features] if self.weights else []
         stages = [*on_features, "PHRASEDET.RETRIEVAL_STAGES.STAGE1_ITERS", a.budget, "PHRASEDET.RETRIEVAL_STAGES.STAGE1_STEPS",
                   f"[{a.budget // 2}]", *budget_opts(a.finetune_budget)]
         if name == "one_stage":  # both losses and the fine-tuned CNN from the start, the iterations of both stages
             stages = budget_opts(a.budget + a.finetune_budget)
-        done = {name: train(name, INSTANCE[name], out, a.resume,
-                            ["MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *stages, *self.select, *seed_opts])}
+        opts = ["MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *stages, *self.select, *seed_opts]
+        done = {name: self.train(name, INSTANCE[name], out, opts)}
         if name in STAGE1_EVALUATED:
-            stage1 = selected_weights(os.path.join(out, "stage1_frozen_cnn"))
-            metrics, _ = train(f"{name}_stage1", INSTANCE[name], os.path.join(out, "stage1_eval"), a.resume,
-                               ["MODEL.WEIGHTS", stage1, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *seed_opts],
-                               flags=["--eval-only"])
+            evaluation = os.path.join(out, "stage1_eval")
+            stage1 = "" if finished(evaluation, a.resume, self.records) else self.weights_of(
+                os.path.join(out, "stage1_frozen_cnn"), lambda: done.update({name: self.train(name, INSTANCE[name], out, opts,
+                                                                                               resume=False)}))
+            metrics, _ = self.train(f"{name}_stage1", INSTANCE[name], evaluation,
+                                    ["MODEL.WEIGHTS", stage1, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *seed_opts],
+                                    flags=["--eval-only"])
             done[f"{name}_stage1"] = (metrics, None)  # an evaluation: its time is not a run's
         return done
 
@@ -191,6 +222,8 @@ def main(argv=None):
     p.add_argument("--finetune-budget", type=int, default=600, help="iterations of every run that fine-tunes the CNN")
     p.add_argument("--val-period", type=int, default=100, help="iterations between two validations")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--record-root", default="", help="keep each finished run's record here and restore from it "
+                   "(phrasedet/engine/run_records.py; the project's: results/retrieval_compare)")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget,
@@ -198,7 +231,8 @@ def main(argv=None):
     for rep in args.representations:
         root = os.path.join(args.output_root, rep)
         features, weights = representation_inputs(rep, root, args)
-        comparison = Comparison(rep, root, features, weights, args)
+        records = representation_records(root, args.record_root, rep, os.path.join(features, f"{SPLITS[0]}.npy"))
+        comparison = Comparison(rep, root, features, weights, args, records)
         runs, minutes = {}, {}
         for seed in args.seeds:
             print(f"{rep}, seed {seed}", flush=True)

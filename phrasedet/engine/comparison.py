@@ -14,7 +14,7 @@ import os
 from .model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
-           "selection_opts", "selected_weights", "draw_curves", "dataset_flags"]
+           "selection_opts", "selected_weights", "draw_curves", "dataset_flags", "representation_records"]
 
 REPRESENTATIONS = ("cnn", "oracle")
 #: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
@@ -47,6 +47,18 @@ def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
     if not (resume and done):
         write_oracle_features(out, names, grid, load_ground_truth(builtin_dataset_root()))
     return dirs
+
+
+def representation_records(root: str, record_root: str, rep: str, features_file: str):
+    """The :class:`~phrasedet.engine.run_records.RunRecords` of one representation's runs in
+    ``root``, kept under ``<record_root>/<rep>`` and keyed by the digest of ``features_file`` (its
+    training split's features or maps); None without ``record_root``."""
+    if not record_root:
+        return None
+    from .run_records import RunRecords, file_digest
+    from .runs import ROOT
+
+    return RunRecords(root, os.path.join(record_root, rep), file_digest(features_file), ROOT)
 
 
 def dataset_flags(names) -> list:

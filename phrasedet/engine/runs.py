@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["ROOT", "run_tool", "train_run"]
+__all__ = ["ROOT", "run_tool", "finished", "train_run"]
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -26,21 +26,34 @@ def run_tool(tool: str, *args, log: str = None) -> float:
     return time.perf_counter() - start
 
 
-def train_run(name: str, config: str, out: str, resume: bool, opts, flags=()) -> tuple:
-    """One ``train_net.py`` run of ``config`` into ``out`` (skipped when resuming and finished).
+def finished(out: str, resume: bool, records=None) -> bool:
+    """Whether ``--resume`` skips the run in ``out``: it holds ``results.json``, or ``records``
+    (a :class:`~phrasedet.engine.run_records.RunRecords`) restores it from its record."""
+    if not resume:
+        return False
+    if records is not None:
+        records.restore(out)
+    return os.path.isfile(os.path.join(out, "results.json"))
+
+
+def train_run(name: str, config: str, out: str, resume: bool, opts, flags=(), records=None) -> tuple:
+    """One ``train_net.py`` run of ``config`` into ``out`` (skipped when resuming and finished),
+    recorded in ``records`` when given (:func:`finished`).
 
     Returns:
         (its ``results.json`` results: {task: metrics}, minutes of the run, kept in
         ``wall_time.json`` for ``--resume``).
     """
     results, timing = os.path.join(out, "results.json"), os.path.join(out, "wall_time.json")
-    if not (resume and os.path.isfile(results)):
+    if not finished(out, resume, records):
         os.makedirs(out, exist_ok=True)
         minutes = run_tool("train_net.py", "--config-file", config, *flags, "OUTPUT_DIR", out, *opts,
                            log=os.path.join(out, "train_net.log")) / 60
         with open(timing, "w") as f:
             json.dump({"minutes": minutes}, f)
         print(f"  {name}: {minutes:.1f} min", flush=True)
+        if records is not None:
+            records.save(out, name=name)
     with open(results) as f:
         metrics = json.load(f)["results"]
     with open(timing) as f:

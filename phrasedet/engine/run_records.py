@@ -1,0 +1,120 @@
+"""Records of finished comparison runs, kept in the repository so that a comparison longer than one
+machine's life goes on across machines (``tools/compare_retrieval.py --record-root``,
+``tools/compare_pointing.py --record-root``; docs/RETRIEVAL.md, "Running the comparisons").
+
+A run's *record* is the small part of its output folder: every JSON file of it (``results.json``,
+``wall_time.json``, ``selection.json``, the pointing game's results, ...), with each ``metrics.json``
+cut to its evaluation records (the validation curve; the training-loss lines are dropped), and a
+``record.json`` saying which code and which image representation made it::
+
+    {"commit": "<git HEAD>", "dirty": false, "representation": "<sha256 of the features file>", ...}
+
+The weights are not kept. ``--resume`` restores a run from its record when the output folder does
+not hold it and the record was made on the same image representation (the same digest); a record
+of another representation is ignored, and the run trains again. A run that needs a recorded run's
+weights (a fine-tuned row continues its frozen row) trains that run again first.
+"""
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+from typing import Optional
+
+__all__ = ["RECORD_FILE", "RunRecords", "file_digest", "keep_evaluations"]
+
+logger = logging.getLogger("phrasedet.engine")
+
+RECORD_FILE = "record.json"
+_MAX_BYTES = 1 << 20  # a JSON file bigger than this is not a summary: never recorded
+
+
+def file_digest(path: str) -> str:
+    """The sha256 of a file, hex (read in blocks: features files are tens of MB)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def keep_evaluations(lines) -> list:
+    """The lines of a Detectron2 ``metrics.json`` that hold an evaluation result (a key with a ``/``,
+    as ``retrieval/rsum``); the training statistics (``total_loss``, ``lr``, ``time``, ...) go."""
+    return [line for line in lines if line.strip() and any("/" in k for k in json.loads(line))]
+
+
+def _git_state(root: str) -> dict:
+    def git(*args):
+        return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True).stdout.strip()
+
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+class RunRecords:
+    """The records of the runs under ``output_root`` on one image representation, mirrored under
+    ``record_root``: the run in ``<output_root>/seed0/vsepp`` is recorded in
+    ``<record_root>/seed0/vsepp``.
+
+    Args:
+        output_root: the output folder of the representation's runs.
+        record_root: where their records go (a folder of the repository).
+        representation: the digest of the image representation the runs train on
+            (:func:`file_digest` of its training split's features file).
+        code_root: the git checkout whose commit each record names.
+    """
+
+    def __init__(self, output_root: str, record_root: str, representation: str, code_root: str):
+        self.output_root, self.record_root = os.path.abspath(output_root), os.path.abspath(record_root)
+        self.representation, self.code_root = representation, code_root
+
+    def path(self, out: str) -> str:
+        """The record folder of the run in ``out`` (a folder under ``output_root``)."""
+        rel = os.path.relpath(os.path.abspath(out), self.output_root)
+        if rel.startswith(os.pardir):
+            raise ValueError(f"{out} is not under the comparison's output folder {self.output_root}")
+        return os.path.join(self.record_root, rel)
+
+    def save(self, out: str, **meta) -> str:
+        """Record the finished run in ``out`` (over an older record: the records of runs nested in
+        it stay), with ``meta`` in its ``record.json``. Returns the record folder."""
+        dest = self.path(out)
+        for folder, _, files in os.walk(out):
+            for name in sorted(f for f in files if f.endswith(".json") and f != RECORD_FILE):
+                src = os.path.join(folder, name)
+                if os.path.getsize(src) > _MAX_BYTES and name != "metrics.json":
+                    continue
+                target = os.path.join(dest, os.path.relpath(src, out))
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                if name == "metrics.json":
+                    with open(src, encoding="utf-8") as f:
+                        kept = keep_evaluations(f)
+                    with open(target, "w", encoding="utf-8") as f:
+                        f.writelines(line if line.endswith("\n") else line + "\n" for line in kept)
+                else:
+                    shutil.copyfile(src, target)
+        with open(os.path.join(dest, RECORD_FILE), "w", encoding="utf-8") as f:
+            json.dump({**_git_state(self.code_root), "representation": self.representation, **meta}, f, indent=1)
+        return dest
+
+    def read(self, out: str) -> Optional[dict]:
+        """The ``record.json`` of the run in ``out``, None when it has no record."""
+        path = os.path.join(self.path(out), RECORD_FILE)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def restore(self, out: str) -> bool:
+        """Copy the record of ``out`` into it when it holds no finished run and the record was made
+        on this representation. Returns whether the run is restored."""
+        record = self.read(out)
+        if record is None or os.path.isfile(os.path.join(out, "results.json")):
+            return False
+        if record.get("representation") != self.representation:
+            logger.warning("%s: recorded on another image representation (%s, now %s): trained again", self.path(out),
+                           str(record.get("representation"))[:12], self.representation[:12])
+            return False
+        shutil.copytree(self.path(out), out, dirs_exist_ok=True)
+        return True

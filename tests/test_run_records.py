@@ -1,0 +1,89 @@
+"""phrasedet/engine/run_records.py: a finished run's record keeps its JSON files and validation
+curve and drops its weights and training-loss lines; --resume restores it only on the same image
+representation; a run whose weights a later run needs is trained again."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from phrasedet.engine.run_records import RECORD_FILE, RunRecords, file_digest, keep_evaluations
+from phrasedet.engine.runs import ROOT, finished
+
+TRAIN = {"iteration": 19, "total_loss": 3.5, "lr": 0.0002, "time": 0.3}
+VALID = {"iteration": 99, "retrieval/rsum": 412.5, "retrieval/i2t_R@1": 40.0}
+
+
+def _run(out, rsum=412.5):
+    """A finished run's output folder as train_net leaves it (weights, log, JSON files, a nested stage)."""
+    os.makedirs(os.path.join(out, "stage1_frozen_cnn"))
+    for path, record in (("results.json", {"results": {"retrieval": {"rsum": rsum}}}), ("wall_time.json", {"minutes": 12.5}),
+                         ("selection.json", {"weights": os.path.join(out, "model_best.pth"), "value": rsum}),
+                         ("stage1_frozen_cnn/selection.json", {"weights": "w.pth"})):
+        with open(os.path.join(out, path), "w") as f:
+            json.dump(record, f)
+    with open(os.path.join(out, "metrics.json"), "w") as f:
+        f.write(json.dumps(TRAIN) + "\n" + json.dumps({**VALID, "retrieval/rsum": rsum}) + "\n" + json.dumps(TRAIN) + "\n")
+    for binary in ("model_best.pth", "model_final.pth", "train_net.log", "last_checkpoint"):
+        with open(os.path.join(out, binary), "wb") as f:
+            f.write(b"\0" * 100)
+
+
+def _files(folder):
+    return sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs)
+
+
+def test_a_record_keeps_the_json_files_and_the_validation_curve_and_names_commit_and_representation(tmp_path):
+    out = tmp_path / "output" / "cnn" / "seed0" / "vsepp"
+    _run(str(out))
+    records = RunRecords(str(tmp_path / "output" / "cnn"), str(tmp_path / "results" / "cnn"), "abc123", ROOT)
+    dest = records.save(str(out), name="vsepp")
+    assert dest == str(tmp_path / "results" / "cnn" / "seed0" / "vsepp")
+    assert _files(dest) == ["metrics.json", RECORD_FILE, "results.json", "selection.json",
+                            os.path.join("stage1_frozen_cnn", "selection.json"), "wall_time.json"]
+    assert [json.loads(line) for line in open(os.path.join(dest, "metrics.json"))] == [VALID]
+    record = json.loads(open(os.path.join(dest, RECORD_FILE)).read())
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert record["commit"] == head and record["representation"] == "abc123" and record["name"] == "vsepp"
+    assert isinstance(record["dirty"], bool)
+    assert records.read(str(out)) == record
+
+
+def test_resume_restores_a_record_on_the_same_representation_only(tmp_path):
+    out = tmp_path / "output" / "seed1" / "vse0"
+    _run(str(out), rsum=300.0)
+    RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "same", ROOT).save(str(out))
+    elsewhere = tmp_path / "fresh"  # a new machine: the output folder is gone, the records are in the checkout
+    os.rename(tmp_path / "output", elsewhere)
+    other = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "another", ROOT)
+    assert not finished(str(out), True, other) and not out.exists()  # recorded on another CNN's features: train again
+    same = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "same", ROOT)
+    assert not finished(str(out), False, same) and not out.exists()  # without --resume nothing is restored
+    assert finished(str(out), True, same)
+    assert json.loads((out / "results.json").read_text()) == {"results": {"retrieval": {"rsum": 300.0}}}
+    assert not (out / "model_best.pth").exists() and json.loads((out / "wall_time.json").read_text()) == {"minutes": 12.5}
+
+
+def test_a_finished_run_is_never_overwritten_by_its_record(tmp_path):
+    out = tmp_path / "output" / "seed0" / "vse0"
+    _run(str(out), rsum=300.0)
+    records = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "d", ROOT)
+    records.save(str(out))
+    (out / "results.json").write_text(json.dumps({"results": {"retrieval": {"rsum": 301.0}}}))
+    assert not records.restore(str(out))
+    assert json.loads((out / "results.json").read_text())["results"]["retrieval"]["rsum"] == 301.0
+
+
+def test_a_run_outside_the_output_folder_is_refused(tmp_path):
+    records = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "d", ROOT)
+    with pytest.raises(ValueError, match="is not under the comparison's output folder"):
+        records.path(str(tmp_path / "elsewhere" / "vse0"))
+
+
+def test_keep_evaluations_and_file_digest():
+    lines = [json.dumps(TRAIN) + "\n", "\n", json.dumps(VALID) + "\n", json.dumps({"iteration": 5, "pointing/acc": 0.5})]
+    assert keep_evaluations(lines) == [lines[2], lines[3]]
+    path = os.path.join(ROOT, "setup.py")
+    import hashlib
+
+    assert file_digest(path) == hashlib.sha256(open(path, "rb").read()).hexdigest()
