@@ -45,7 +45,7 @@ def test_a_record_keeps_the_json_files_and_the_validation_curve_and_names_commit
     record = json.loads(open(os.path.join(dest, RECORD_FILE)).read())
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert record["commit"] == head and record["representation"] == "abc123" and record["name"] == "vsepp"
-    assert isinstance(record["dirty"], bool)
+    assert isinstance(record["dirty"], bool) and record["machine"].endswith(" threads")
     assert records.read(str(out)) == record
 
 
@@ -87,3 +87,21 @@ def test_keep_evaluations_and_file_digest():
     import hashlib
 
     assert file_digest(path) == hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):
+    import torch
+
+    from phrasedet.engine.run_records import backbone_digest, save_backbone
+
+    backbone = {"backbone.stem.conv1.weight": torch.arange(6.0).reshape(2, 3), "backbone.res2.norm.running_mean": torch.ones(3)}
+    whole = tmp_path / "model_final.pth"
+    torch.save({"model": {**backbone, "head.weight": torch.zeros(4)}, "optimizer": {"state": {}}, "iteration": 5999}, whole)
+    digest = save_backbone(str(whole), str(tmp_path / "cnn" / "backbone.pth"))
+    kept = torch.load(tmp_path / "cnn" / "backbone.pth")
+    assert set(kept) == {"model"} and sorted(kept["model"]) == sorted(backbone)  # no head, no optimizer
+    assert all(torch.equal(kept["model"][k], v) for k, v in backbone.items())
+    assert digest == backbone_digest(str(whole))
+    changed = {**backbone, "backbone.res2.norm.running_mean": torch.tensor([1.0, 1.0, 1.0 + 2 ** -20])}
+    torch.save({"model": changed}, tmp_path / "other.pth")
+    assert backbone_digest(str(tmp_path / "other.pth")) != digest  # one value in its last bits

@@ -80,7 +80,7 @@ def main(argv=None):
             print(f"image CNN: {weights or 'random initialization'}", flush=True)
             maps = cnn_maps(root, weights, args.resume, args.opts)
         on_maps = ["MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", maps]
-        records = representation_records(root, args.record_root, rep, os.path.join(maps, f"{SPLITS[0]}.npy"))
+        records = representation_records(root, args.record_root, rep, weights, os.path.join(maps, f"{SPLITS[0]}.npy"))
         runs, minutes, curves = {m: [] for m in args.models}, {m: [] for m in args.models}, {m: [] for m in args.models}
         for seed in args.seeds:
             print(f"{rep}, seed {seed}", flush=True)

@@ -231,7 +231,8 @@ def main(argv=None):
     for rep in args.representations:
         root = os.path.join(args.output_root, rep)
         features, weights = representation_inputs(rep, root, args)
-        records = representation_records(root, args.record_root, rep, os.path.join(features, f"{SPLITS[0]}.npy"))
+        records = representation_records(root, args.record_root, rep, weights,
+                                         os.path.join(features, f"{SPLITS[0]}.npy"))
         comparison = Comparison(rep, root, features, weights, args, records)
         runs, minutes = {}, {}
         for seed in args.seeds:

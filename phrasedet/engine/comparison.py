@@ -49,16 +49,18 @@ def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
     return dirs
 
 
-def representation_records(root: str, record_root: str, rep: str, features_file: str):
+def representation_records(root: str, record_root: str, rep: str, weights: str, features_file: str):
     """The :class:`~phrasedet.engine.run_records.RunRecords` of one representation's runs in
-    ``root``, kept under ``<record_root>/<rep>`` and keyed by the digest of ``features_file`` (its
-    training split's features or maps); None without ``record_root``."""
+    ``root``, kept under ``<record_root>/<rep>``; None without ``record_root``. They are keyed by
+    the CNN's backbone (``weights``), or without a trained CNN (the oracle, a random CNN) by
+    ``features_file`` (the training split's features or maps)."""
     if not record_root:
         return None
-    from .run_records import RunRecords, file_digest
+    from .run_records import RunRecords, backbone_digest, file_digest
     from .runs import ROOT
 
-    return RunRecords(root, os.path.join(record_root, rep), file_digest(features_file), ROOT)
+    digest = backbone_digest(weights) if weights else file_digest(features_file)
+    return RunRecords(root, os.path.join(record_root, rep), digest, ROOT)
 
 
 def dataset_flags(names) -> list:

@@ -5,13 +5,17 @@ machine's life goes on across machines (``tools/compare_retrieval.py --record-ro
 A run's *record* is the small part of its output folder: every JSON file of it (``results.json``,
 ``wall_time.json``, ``selection.json``, the pointing game's results, ...), with each ``metrics.json``
 cut to its evaluation records (the validation curve; the training-loss lines are dropped), and a
-``record.json`` saying which code and which image representation made it::
+``record.json`` saying which code, machine and image representation made it::
 
-    {"commit": "<git HEAD>", "dirty": false, "representation": "<sha256 of the features file>", ...}
+    {"commit": "<git HEAD>", "dirty": false, "machine": "<CPU>, 1 threads",
+     "representation": "<sha256 of the CNN's backbone tensors, or of the oracle's features>", ...}
 
 The weights are not kept. ``--resume`` restores a run from its record when the output folder does
 not hold it and the record was made on the same image representation (the same digest); a record
-of another representation is ignored, and the run trains again. A run that needs a recorded run's
+of another representation is ignored, and the run trains again. The CNN is keyed by its weights,
+not by the features computed from them: another machine's kernels change the features' last bits
+(docs/TRAINING.md, "Determinism across machines") but not the CNN, which the project keeps in
+``results/builtin_cnn/`` (:func:`save_backbone`) so that every machine starts from it. A run that needs a recorded run's
 weights (a fine-tuned row continues its frozen row) trains that run again first.
 """
 import hashlib
@@ -22,7 +26,7 @@ import shutil
 import subprocess
 from typing import Optional
 
-__all__ = ["RECORD_FILE", "RunRecords", "file_digest", "keep_evaluations"]
+__all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "keep_evaluations", "save_backbone"]
 
 logger = logging.getLogger("phrasedet.engine")
 
@@ -39,6 +43,36 @@ def file_digest(path: str) -> str:
     return h.hexdigest()
 
 
+def backbone_digest(path: str) -> str:
+    """The sha256 of a weights file's backbone: its tensors' names, dtypes, shapes and bytes in name
+    order, so the same CNN saved in another file (a whole model's checkpoint, :func:`save_backbone`'s
+    copy) has the same digest."""
+    import numpy as np
+
+    from phrasedet.modeling.checkpoint import backbone_tensors, read_checkpoint
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(backbone_tensors(read_checkpoint(path)["model"], path).items()):
+        array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else np.asarray(tensor))
+        h.update(f"{name}:{array.dtype}:{array.shape};".encode())
+        h.update(array.tobytes())
+    return h.hexdigest()
+
+
+def save_backbone(src: str, dst: str) -> str:
+    """Write the backbone tensors of the weights file ``src`` to ``dst`` as a checkpoint
+    ``{"model": {"backbone.<name>": tensor}}`` that ``MODEL.RETRIEVAL.BACKBONE_WEIGHTS`` loads (the
+    optimizer's state and any head left out). Returns :func:`backbone_digest` of ``dst``."""
+    import torch
+
+    from phrasedet.modeling.checkpoint import backbone_tensors, read_checkpoint
+
+    tensors = backbone_tensors(read_checkpoint(src)["model"], src)
+    os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+    torch.save({"model": {f"backbone.{k}": torch.as_tensor(v).clone() for k, v in sorted(tensors.items())}}, dst)
+    return backbone_digest(dst)
+
+
 def keep_evaluations(lines) -> list:
     """The lines of a Detectron2 ``metrics.json`` that hold an evaluation result (a key with a ``/``,
     as ``retrieval/rsum``); the training statistics (``total_loss``, ``lr``, ``time``, ...) go."""
@@ -52,6 +86,18 @@ def _git_state(root: str) -> dict:
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
+def _machine() -> str:
+    """The CPU model and the thread count torch uses (runs on other machines round differently:
+    docs/TRAINING.md, "Determinism across machines")."""
+    import torch
+
+    model = "unknown CPU"
+    if os.path.isfile("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    return f"{model}, {torch.get_num_threads()} threads"
+
+
 class RunRecords:
     """The records of the runs under ``output_root`` on one image representation, mirrored under
     ``record_root``: the run in ``<output_root>/seed0/vsepp`` is recorded in
@@ -60,8 +106,8 @@ class RunRecords:
     Args:
         output_root: the output folder of the representation's runs.
         record_root: where their records go (a folder of the repository).
-        representation: the digest of the image representation the runs train on
-            (:func:`file_digest` of its training split's features file).
+        representation: the digest of the image representation the runs train on: the CNN's
+            (:func:`backbone_digest`), or the oracle's features file's (:func:`file_digest`).
         code_root: the git checkout whose commit each record names.
     """
 
@@ -95,7 +141,7 @@ class RunRecords:
                 else:
                     shutil.copyfile(src, target)
         with open(os.path.join(dest, RECORD_FILE), "w", encoding="utf-8") as f:
-            json.dump({**_git_state(self.code_root), "representation": self.representation, **meta}, f, indent=1)
+            json.dump({**_git_state(self.code_root), "machine": _machine(), "representation": self.representation, **meta}, f, indent=1)
         return dest
 
     def read(self, out: str) -> Optional[dict]:

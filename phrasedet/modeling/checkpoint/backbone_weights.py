@@ -19,13 +19,19 @@ from .files import read_checkpoint
 from .load_report import counted_tensors
 from .names import match_checkpoint
 
-__all__ = ["BACKBONE_PREFIXES", "load_backbone_weights"]
+__all__ = ["BACKBONE_PREFIXES", "backbone_tensors", "load_backbone_weights"]
 
 logger = logging.getLogger(__name__)
 BACKBONE_PREFIXES = ("image_encoder.backbone.", "backbone.bottom_up.", "backbone.")
 
 
-def _backbone_tensors(state: dict, path: str) -> dict:
+def backbone_tensors(state: dict, path: str) -> dict:
+    """The backbone's tensors of a model's ``state`` (read from ``path``), named as in the backbone:
+    those under the first of :data:`BACKBONE_PREFIXES` that has any.
+
+    Raises:
+        BadFileError: naming ``path``, when no tensor is under any of them.
+    """
     for prefix in BACKBONE_PREFIXES:
         found = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         if found:
@@ -44,7 +50,7 @@ def load_backbone_weights(backbone: torch.nn.Module, path: str) -> None:
     if checkpoint.get("matching_heuristics"):
         tensors = match_checkpoint(own, checkpoint, ())
     else:
-        tensors = _backbone_tensors(checkpoint["model"], path)
+        tensors = backbone_tensors(checkpoint["model"], path)
     required = counted_tensors(backbone)
     missing = [k for k in required if k not in tensors]
     wrong = [k for k in own if k in tensors and tuple(tensors[k].shape) != tuple(own[k].shape)]
