@@ -18,8 +18,9 @@ def _run(out, rsum=412.5):
     """A finished run's output folder as train_net leaves it (weights, log, JSON files, a nested stage)."""
     os.makedirs(os.path.join(out, "stage1_frozen_cnn"))
     for path, record in (("results.json", {"results": {"retrieval": {"rsum": rsum}}}), ("wall_time.json", {"minutes": 12.5}),
-                         ("selection.json", {"weights": os.path.join(out, "model_best.pth"), "value": rsum}),
-                         ("stage1_frozen_cnn/selection.json", {"weights": "w.pth"})):
+                         ("selection.json", {"weights": os.path.join(out, "model_best.pth"), "value": rsum, "iteration": 2499,
+                                            "stage": ""}),
+                         ("stage1_frozen_cnn/selection.json", {"weights": "w.pth", "iteration": 99, "stage": "stage1"})):
         with open(os.path.join(out, path), "w") as f:
             json.dump(record, f)
     with open(os.path.join(out, "metrics.json"), "w") as f:
@@ -105,3 +106,42 @@ def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):
     changed = {**backbone, "backbone.res2.norm.running_mean": torch.tensor([1.0, 1.0, 1.0 + 2 ** -20])}
     torch.save({"model": changed}, tmp_path / "other.pth")
     assert backbone_digest(str(tmp_path / "other.pth")) != digest  # one value in its last bits
+
+
+def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import show_records
+
+    output, results = tmp_path / "output", tmp_path / "results"
+    for seed, rsum in ((0, 412.5), (1, 398.25)):
+        _run(str(output / f"seed{seed}" / "vsepp"), rsum=rsum)
+    staged = output / "seed0" / "instance_loss"  # a two-stage run: no selection of its own, its stages'
+    _run(str(staged))
+    os.remove(staged / "selection.json")
+    os.makedirs(staged / "stage2_finetune")
+    (staged / "stage2_finetune" / "selection.json").write_text(json.dumps({"iteration": 599, "stage": "stage2"}))
+    (staged / "results.json").write_text(json.dumps({"results": {"builtin_test": {"pointing": {"accuracy": 38.7},
+                                                                                    "retrieval": {"rsum": 7.0}}}}))
+    records = RunRecords(str(output), str(results), "d", ROOT)
+    for run in ("seed0/instance_loss", "seed0/vsepp", "seed1/vsepp"):
+        records.save(str(output / run))
+    os.remove(results / "seed1" / "vsepp" / "wall_time.json")
+    show_records.main([str(results)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{results}: 3 recorded run(s)"
+    commit = json.loads((results / "seed0" / "vsepp" / "record.json").read_text())
+    tail = commit["commit"][:7] + (" (modified)" if commit["dirty"] else "") + " | " + commit["machine"] + " |"
+    assert lines[2] == "| run | rsum | pointing | best validation | minutes | commit | machine |"
+    assert lines[4:7] == ["| seed0/instance_loss | 7.0 | 38.7 | stage2 599 | 12.5 | " + tail,
+                          "| seed0/vsepp | 412.5 | - | 2499 | 12.5 | " + tail,
+                          "| seed1/vsepp | 398.2 | - | 2499 | - | " + tail]
+    (results / "seed1" / "vsepp" / "results.json").write_text("{")
+    with pytest.raises(ValueError, match="seed1/vsepp/results.json:1: not JSON"):
+        show_records.main([str(results)])
+    os.remove(results / "seed1" / "vsepp" / "results.json")
+    with pytest.raises(FileNotFoundError, match="seed1/vsepp: a record without results.json"):
+        show_records.main([str(results)])
+    with pytest.raises(SystemExit, match="no such folder of records"):
+        show_records.main([str(tmp_path / "none")])

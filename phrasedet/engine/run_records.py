@@ -26,7 +26,8 @@ import shutil
 import subprocess
 from typing import Optional
 
-__all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "keep_evaluations", "save_backbone"]
+__all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "format_records", "keep_evaluations",
+           "read_records", "save_backbone"]
 
 logger = logging.getLogger("phrasedet.engine")
 
@@ -164,3 +165,80 @@ class RunRecords:
             return False
         shutil.copytree(self.path(out), out, dirs_exist_ok=True)
         return True
+
+
+#: The columns of :func:`format_records`: (header, metric key found anywhere in a run's results).
+RECORD_COLUMNS = (("rsum", "rsum"), ("i2t R@1", "i2t_R@1"), ("t2i R@1", "t2i_R@1"), ("pointing", "accuracy"),
+                  ("centre", "centre_accuracy"))
+
+
+def _find(results, key):
+    """The first value of ``key`` in the nested dicts of ``results`` (depth first, in order), or None."""
+    if isinstance(results, dict):
+        if key in results and not isinstance(results[key], dict):
+            return results[key]
+        for value in results.values():
+            found = _find(value, key)
+            if found is not None:
+                return found
+    return None
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
+
+
+def _selected(folder: str) -> Optional[dict]:
+    """The selection of a recorded run: its own ``selection.json``, else its last stage's."""
+    for path in [os.path.join(folder, "selection.json")] + sorted(
+            (os.path.join(folder, d, "selection.json") for d in os.listdir(folder)), reverse=True):
+        if os.path.isfile(path):
+            return _load(path)
+    return None
+
+
+def read_records(record_root: str) -> list:
+    """Every run recorded under ``record_root``, in path order: dicts with ``run`` (its folder
+    relative to ``record_root``: ``<rep>/seed<k>/<model>[/<part>]``), ``record`` (its
+    ``record.json``), ``results`` (its ``results.json``'s results), ``minutes`` and ``selection``
+    (None when it has none).
+
+    Raises:
+        FileNotFoundError: naming the file, when a record lacks its ``results.json``.
+        ValueError: naming the file and line of a file that is not JSON.
+    """
+    runs = []
+    for folder, _, files in sorted(os.walk(record_root)):
+        if RECORD_FILE not in files:
+            continue
+        results = os.path.join(folder, "results.json")
+        if not os.path.isfile(results):
+            raise FileNotFoundError(f"{folder}: a record without results.json")
+        timing = os.path.join(folder, "wall_time.json")
+        runs.append({"run": os.path.relpath(folder, record_root), "record": _load(os.path.join(folder, RECORD_FILE)),
+                     "results": _load(results)["results"], "selection": _selected(folder),
+                     "minutes": _load(timing)["minutes"] if os.path.isfile(timing) else None})
+    return runs
+
+
+def format_records(runs: list) -> str:
+    """A markdown table of :func:`read_records`' runs: the headline metrics each has, the best
+    validation iteration, minutes, commit and machine ("-" where a run has no such value)."""
+    columns = [(h, k) for h, k in RECORD_COLUMNS if any(_find(r["results"], k) is not None for r in runs)]
+    head = ["run"] + [h for h, _ in columns] + ["best validation", "minutes", "commit", "machine"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in runs:
+        values = [_find(r["results"], k) for _, k in columns]
+        cells = [f"{v:.1f}" if v is not None else "-" for v in values]
+        sel = r["selection"]
+        cells.append(f"{sel.get('stage', '')} {sel['iteration']}".strip() if sel else "-")
+        cells.append(f"{r['minutes']:.1f}" if r["minutes"] is not None else "-")
+        record = r["record"]
+        cells.append(str(record.get("commit") or "-")[:7] + (" (modified)" if record.get("dirty") else ""))
+        cells.append(str(record.get("machine", "-")))
+        lines.append(f"| {r['run']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
