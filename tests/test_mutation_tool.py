@@ -194,3 +194,63 @@ def test_a_retest_forgets_which_tests_call_which_function_and_a_run_keeps_it(tmp
     mutation.run_scope("s", mutation.Scope(("phrasedet/m.py",), ("tests/test_m.py",)), str(tmp_path), 1,
                        fresh=False, retest=retest)
     assert stats.exists() is not retest
+
+
+def test_results_are_recorded_and_restored_only_where_a_machine_has_none(tmp_path):
+    work, record = tmp_path / "work", tmp_path / "results" / "s"
+    meta = work / "mutants" / "phrasedet" / "m.py.meta"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"exit_code_by_key": {"phrasedet.m.x_f__mutmut_1": 1}}))
+    mutation.save_results(str(work), str(record), ["phrasedet/m.py", "phrasedet/absent.py"])
+    assert sorted(p.relative_to(record).as_posix() for p in record.rglob("*")) == ["phrasedet", "phrasedet/m.py.meta"]
+    new = tmp_path / "new machine"
+    assert mutation.restore_results(str(new), str(record), ["phrasedet/m.py", "phrasedet/absent.py"]) == ["phrasedet/m.py"]
+    assert mutation.read_exit_codes(str(new), "phrasedet/m.py") == {"phrasedet.m.x_f__mutmut_1": 1}
+    meta.write_text(json.dumps({"exit_code_by_key": {"phrasedet.m.x_f__mutmut_1": 0}}))
+    assert mutation.restore_results(str(work), str(record), ["phrasedet/m.py"]) == []  # its own results stay
+    assert mutation.read_exit_codes(str(work), "phrasedet/m.py") == {"phrasedet.m.x_f__mutmut_1": 0}
+
+
+def test_report_runs_nothing_and_records_the_results_there_are(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(mutation, "_mutmut", lambda workdir, *args: pytest.fail(f"mutmut {args} ran"))
+    module = mutation.SCOPES["synthetic"].modules[0]
+    meta = tmp_path / "out" / "synthetic" / "mutants" / (module + ".meta")
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"exit_code_by_key": {"phrasedet.x.x_f__mutmut_1": 1, "phrasedet.x.x_f__mutmut_2": 1}}))
+    code = mutation.main(["--scopes", "synthetic", "--modules", module, "--output-root", str(tmp_path / "out"),
+                          "--record-root", str(tmp_path / "rec"), "--report"])
+    assert code == 0 and (tmp_path / "rec" / "synthetic" / (module + ".meta")).read_text() == meta.read_text()
+    assert "2 of 2 non-equivalent mutants killed (100.0 %)" in capsys.readouterr().out
+
+
+def test_mutmut_keeps_restored_results_of_unchanged_functions_and_retests_changed_ones(tmp_path):
+    """The record round trip with mutmut itself: a new machine restores a module's results; mutmut
+    keeps those of the function whose code is unchanged (a weaker test now would not kill them) and
+    tests the changed function again."""
+    import subprocess
+    import sys
+
+    def project(folder, g_body, strong):
+        (folder / "pkg").mkdir(parents=True)
+        (folder / "tests").mkdir()
+        (folder / "pkg" / "__init__.py").write_text("")
+        (folder / "tests" / "__init__.py").write_text("")
+        (folder / "pkg" / "m.py").write_text(f"def f(x):\n    return x + 1\n\n\ndef g(x):\n    return {g_body}\n")
+        checks = ("f(1) == 2", "g(3) == 6") if strong else ("f(1) is not None", "g(3) is not None")
+        (folder / "tests" / "test_m.py").write_text(
+            "from pkg.m import f, g\n\n\ndef test_f():\n    assert " + checks[0] + "\n\n\ndef test_g():\n    assert " + checks[1] + "\n")
+        (folder / "setup.cfg").write_text("[mutmut]\nsource_paths=pkg/\ntests_dir=tests/\n")
+        proc = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "1"], cwd=folder,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+    first, record, second = tmp_path / "first", tmp_path / "record", tmp_path / "second"
+    project(first, "x * 2", strong=True)
+    assert mutation.read_exit_codes(str(first), "pkg/m.py") == {
+        "pkg.m.x_f__mutmut_1": 1, "pkg.m.x_f__mutmut_2": 1, "pkg.m.x_g__mutmut_1": 1, "pkg.m.x_g__mutmut_2": 1}
+    mutation.save_results(str(first), str(record), ["pkg/m.py"])
+    assert mutation.restore_results(str(second), str(record), ["pkg/m.py"]) == ["pkg/m.py"]
+    project(second, "x * 3", strong=False)  # g changed; the tests got weaker
+    codes = mutation.read_exit_codes(str(second), "pkg/m.py")
+    assert [codes[f"pkg.m.x_f__mutmut_{k}"] for k in (1, 2)] == [1, 1]  # kept: f is unchanged
+    assert [codes[f"pkg.m.x_g__mutmut_{k}"] for k in (1, 2)] == [0, 0]  # tested again, against the weak test

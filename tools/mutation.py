@@ -8,12 +8,18 @@
     python tools/mutation.py --scopes text --retest   # after adding tests: re-test the survivors
     python tools/mutation.py --scopes cca --mutants 'phrasedet.modeling.cca.linear.x_fit_cca*'   # some mutants only
     python tools/mutation.py --scopes phrase_detection_eval --modules phrasedet/evaluation/phrase_detection/detections.py
+    python tools/mutation.py --record-root results/mutation        # across machines: start from the recorded results
+    python tools/mutation.py --scopes checkpoint --record-root results/mutation --report   # record a stopped run
 
 Each scope (``SCOPES``) pairs the modules it mutates with the test files that are meant to catch
 their bugs; mutmut (https://mutmut.readthedocs.io, version 3) mutates one expression at a time and
 runs, for each mutant, only those of the scope's tests that call the mutated function. A scope runs
 in its own folder ``output/mutation/<scope>/`` (a generated ``setup.cfg``, links to ``phrasedet/``
 and ``tests/``, and mutmut's ``mutants/``), so a second run re-tests only the functions that changed.
+``output/`` does not outlive a machine: with ``--record-root`` each module's results (mutmut's
+``.meta`` file: every mutant's exit code, every function's hash) are copied to
+``<record-root>/<scope>/`` after the run (or by ``--report``, e.g. after a run was stopped) and
+restored on a machine that has none, where mutmut keeps the results of unchanged functions.
 
 Printed per module: mutants, killed (a test failed, crashed or timed out), survived, those of the
 survivors listed as equivalent in ``docs/MUTATION.md`` (a mutant that no test can kill because the
@@ -335,6 +341,31 @@ def forget_test_calls(workdir):
         os.remove(stats)
 
 
+def restore_results(workdir, record, modules):
+    """Copy each module's recorded mutmut results (``<record>/<module>.meta``) into ``workdir``
+    where it has none (a new machine): mutmut then keeps the results of every function whose code
+    is unchanged and tests the others. Returns the modules restored."""
+    restored = []
+    for module in modules:
+        src, dst = os.path.join(record, module + ".meta"), os.path.join(workdir, "mutants", module + ".meta")
+        if os.path.isfile(src) and not os.path.isfile(dst):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(src, dst)
+            restored.append(module)
+    return restored
+
+
+def save_results(workdir, record, modules):
+    """Copy each module's mutmut results (``mutants/<module>.meta``: the exit code of every mutant and
+    the hash of every function) to ``<record>/<module>.meta``, the repository's record."""
+    for module in modules:
+        src = os.path.join(workdir, "mutants", module + ".meta")
+        if os.path.isfile(src):
+            dst = os.path.join(record, module + ".meta")
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copyfile(src, dst)
+
+
 def run_scope(name, scope, root, jobs, fresh, retest=False, patterns=()):
     """Run mutmut on one scope; with ``retest``, then re-test every mutant not killed so far.
 
@@ -387,6 +418,11 @@ def main(argv=None):
     p.add_argument("--modules", nargs="+", default=(), metavar="PATH",
                    help="mutate and score only these modules of the chosen scopes (e.g. "
                         "phrasedet/evaluation/phrase_detection/detections.py)")
+    p.add_argument("--record-root", default="", metavar="DIR",
+                   help="keep each scope's results in DIR/<scope> and start from them on a new machine "
+                        "(the project's: results/mutation)")
+    p.add_argument("--report", action="store_true",
+                   help="run nothing: score the results there are (and record them with --record-root)")
     p.add_argument("--list", action="store_true", help="print the scopes and exit")
     args = p.parse_args(argv)
     if args.list:
@@ -404,9 +440,19 @@ def main(argv=None):
         return diffs[workdir, mutant]
 
     for name, scope in scopes.items():
-        workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh, args.retest,
-                                    args.mutants)
-        print(f"[mutation] scope {name}: {seconds / 60:.1f} min")
+        record = os.path.join(args.record_root, name) if args.record_root else ""
+        if record and not args.fresh:
+            restored = restore_results(prepare_workdir(name, scope, args.output_root, False), record, scope.modules)
+            if restored:
+                print(f"[mutation] scope {name}: results of {len(restored)} module(s) restored from {record}")
+        if args.report:
+            workdir = prepare_workdir(name, scope, args.output_root, False)
+        else:
+            workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh, args.retest,
+                                        args.mutants)
+            print(f"[mutation] scope {name}: {seconds / 60:.1f} min")
+        if record:
+            save_results(workdir, record, scope.modules)
         for module in scope.modules:
             score, left = score_module(module, read_exit_codes(workdir, module),
                                        lambda mutant: diff_of(workdir, mutant), equivalents)
