@@ -70,7 +70,8 @@ def test_every_stage_runs_on_both_representations_and_the_verdicts_come_out(tmp_
 @pytest.mark.usefixtures("builtin_root")
 def test_paper_001_rows_two_stages_on_the_cnn_stage_one_alone_on_the_oracle(tmp_path):
     small = ["INPUT.RETRIEVAL.CROP", "32", "MODEL.RETRIEVAL.TEXT_CNN.STAGE_WIDTHS", "[8, 16, 16, 32]"]
-    _tool("compare_retrieval.py", tmp_path, "--models", "instance_loss", "ranking_only", opts=small)
+    records = ["--record-root", str(tmp_path / "records")]
+    _tool("compare_retrieval.py", tmp_path, "--models", "instance_loss", "ranking_only", *records, opts=small)
     summary = _summary(tmp_path)["representations"]
     assert list(summary["cnn"]["runs"]) == ["instance_loss", "instance_loss_stage1", "ranking_only", "ranking_only_stage1"]
     assert set(summary["cnn"]["minutes"]) == {"instance_loss", "ranking_only"}  # stage-I rows are evaluations, not runs
@@ -88,6 +89,20 @@ def test_paper_001_rows_two_stages_on_the_cnn_stage_one_alone_on_the_oracle(tmp_
         "001: the instance loss beats the ranking loss with a frozen CNN (stage I)"]
     config = (tmp_path / "oracle" / "seed0" / "instance_loss" / "config.yaml").read_text()
     assert "MAX_ITER: 4" in config and "IMAGE_INPUT: features" in config
+    # a new machine: the two-stage runs come back from their records, with their stage-I evaluations;
+    # one whose evaluation was never recorded trains again, as its stage-I weights are not kept
+    import shutil
+
+    shutil.rmtree(tmp_path / "records" / "cnn" / "seed0" / "ranking_only" / "stage1_eval")
+    os.rename(tmp_path / "cnn", tmp_path / "old machine")  # its weights are gone
+    again = _tool("compare_retrieval.py", tmp_path / "new", "--resume", "--representations", "cnn", "--models",
+                  "instance_loss", "ranking_only", *records, opts=small)
+    assert "instance_loss:" not in again and "instance_loss_stage1:" not in again
+    assert "seed0/ranking_only: restored from its record without weights: trained again" in again
+    assert "ranking_only:" in again and "ranking_only_stage1:" in again
+    restored = _summary(tmp_path / "new")["representations"]["cnn"]["runs"]
+    assert restored["instance_loss"] == summary["cnn"]["runs"]["instance_loss"]
+    assert restored["instance_loss_stage1"] == summary["cnn"]["runs"]["instance_loss_stage1"]
 
 
 @pytest.mark.usefixtures("builtin_root")

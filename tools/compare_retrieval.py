@@ -111,19 +111,21 @@ class Comparison:
         """:func:`train` with this comparison's ``--resume`` (unless ``resume`` says) and records."""
         return train(name, config, out, self.args.resume if resume is None else resume, opts, flags, self.records)
 
-    def weights_of(self, out, retrain):
-        """The weights a run in ``out`` selected; when it was restored from its record (which keeps
-        no weights) and a later run needs them, ``retrain()`` trains it again first."""
+    def weights_of(self, out, retrain, stage=""):
+        """The weights the run in ``out`` selected (in its ``stage`` folder, when given); when it was
+        restored from its record (which keeps no weights) and a later run needs them, ``retrain()``
+        trains it again first."""
+        selected = os.path.join(out, stage)
         if self.records is not None and self.records.read(out) is not None:
             try:
-                kept = os.path.isfile(selected_weights(out))
+                kept = os.path.isfile(selected_weights(selected))
             except FileNotFoundError:
                 kept = False
             if not kept:
                 print(f"  {os.path.relpath(out, self.root)}: restored from its record without weights: trained again",
                       flush=True)
                 retrain()
-        return selected_weights(out)
+        return selected_weights(selected)
 
     def models(self):
         allowed = MODELS if self.rep == "cnn" else ["untrained"] + FROZEN + list(STAGE1_EVALUATED)
@@ -177,8 +179,8 @@ class Comparison:
         if name in STAGE1_EVALUATED:
             evaluation = os.path.join(out, "stage1_eval")
             stage1 = "" if finished(evaluation, a.resume, self.records) else self.weights_of(
-                os.path.join(out, "stage1_frozen_cnn"), lambda: done.update({name: self.train(name, INSTANCE[name], out, opts,
-                                                                                               resume=False)}))
+                out, lambda: done.update({name: self.train(name, INSTANCE[name], out, opts, resume=False)}),
+                stage="stage1_frozen_cnn")
             metrics, _ = self.train(f"{name}_stage1", INSTANCE[name], evaluation,
                                     ["MODEL.WEIGHTS", stage1, "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", self.weights, *seed_opts],
                                     flags=["--eval-only"])
