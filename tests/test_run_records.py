@@ -145,3 +145,22 @@ def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys
         show_records.main([str(results)])
     with pytest.raises(SystemExit, match="no such folder of records"):
         show_records.main([str(tmp_path / "none")])
+
+
+def test_a_record_is_dirty_when_the_code_differs_from_its_commit_not_the_docs(tmp_path):
+    from phrasedet.engine.run_records import _git_state
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    for path in ("phrasedet/m.py", "docs/A.md"):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        (tmp_path / path).write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "docs" / "A.md").write_text("y\n")
+    assert _git_state(str(tmp_path)) == {"commit": head, "dirty": False}
+    (tmp_path / "phrasedet" / "m.py").write_text("x = 2\n")
+    assert _git_state(str(tmp_path)) == {"commit": head, "dirty": True}

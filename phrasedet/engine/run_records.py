@@ -5,7 +5,8 @@ machine's life goes on across machines (``tools/compare_retrieval.py --record-ro
 A run's *record* is the small part of its output folder: every JSON file of it (``results.json``,
 ``wall_time.json``, ``selection.json``, the pointing game's results, ...), with each ``metrics.json``
 cut to its evaluation records (the validation curve; the training-loss lines are dropped), and a
-``record.json`` saying which code, machine and image representation made it::
+``record.json`` saying which code (``dirty``: the package, tools or configs differed from the
+commit), machine and image representation made it::
 
     {"commit": "<git HEAD>", "dirty": false, "machine": "<CPU>, 1 threads",
      "representation": "<sha256 of the CNN's backbone tensors, or of the oracle's features>", ...}
@@ -32,7 +33,8 @@ __all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "forma
 logger = logging.getLogger("phrasedet.engine")
 
 RECORD_FILE = "record.json"
-_MAX_BYTES = 1 << 20  # a JSON file bigger than this is not a summary: never recorded
+_MAX_BYTES = 1 << 20  # a JSON file bigger than this is not a summary: never recorded (logged)
+CODE_FOLDERS = ("phrasedet", "tools", "configs")
 
 
 def file_digest(path: str) -> str:
@@ -84,7 +86,9 @@ def _git_state(root: str) -> dict:
     def git(*args):
         return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True).stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    # "dirty": the code that runs (the package, the tools, the configs) differs from the commit
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_FOLDERS)
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(changed)}
 
 
 def _machine() -> str:
@@ -131,6 +135,7 @@ class RunRecords:
             for name in sorted(f for f in files if f.endswith(".json") and f != RECORD_FILE):
                 src = os.path.join(folder, name)
                 if os.path.getsize(src) > _MAX_BYTES and name != "metrics.json":
+                    logger.info("%s: %d bytes, not a summary: left out of the record", src, os.path.getsize(src))
                     continue
                 target = os.path.join(dest, os.path.relpath(src, out))
                 os.makedirs(os.path.dirname(target), exist_ok=True)
