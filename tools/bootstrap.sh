@@ -74,6 +74,19 @@ else
   log "using installed detectron2 from $("$PY" -c 'import detectron2, os; print(os.path.dirname(detectron2.__file__))')"
 fi
 
+# WordNet for positive phrase augmentation (INPUT.PHRASES.PPA) and its test: Debian's database,
+# read by nltk (phrasedet/text/wordnet.py). Installed where apt-get can (root); elsewhere the
+# test that needs it is skipped and says so.
+if [ ! -f /usr/share/wordnet/index.sense ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    log "installing Debian's WordNet database (wordnet-base wordnet-sense-index)"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wordnet-base wordnet-sense-index; } >/dev/null 2>&1 \
+      || log "note: apt-get could not install WordNet; INPUT.PHRASES.PPA and its test need it (docs/INSTALL.md)"
+  else
+    log "note: no WordNet database (apt-get install wordnet-base wordnet-sense-index); INPUT.PHRASES.PPA and its test need it"
+  fi
+fi
+
 log "installing phrasedet (editable) with its test extras"
 pip_install -e '.[test]'
 "$PY" -c 'import torchvision, detectron2, phrasedet'

@@ -119,3 +119,23 @@ def test_the_cached_cnn_trains_once_and_loads_whole_into_the_retrieval_and_point
         load_backbone_weights(backbone, weights)  # every backbone tensor, or an error
         for k, v in backbone.state_dict().items():
             assert torch.equal(v, saved[f"backbone.{k}"]), (config, k)
+
+
+def test_the_cnn_kept_beside_the_records_loads_into_both_configs_and_has_the_recorded_digest():
+    """results/builtin_cnn/backbone.pth: the CNN every run in results/ was recorded on (its
+    backbone digest is the key of the cnn records)."""
+    import glob
+    import json
+
+    from phrasedet.engine.run_records import RECORD_FILE, backbone_digest
+    from phrasedet.modeling.checkpoint import load_backbone_weights
+
+    kept = os.path.join(CONFIGS, "..", "results", "builtin_cnn", "backbone.pth")
+    saved = torch.load(kept, map_location="cpu", weights_only=True)["model"]
+    for config in ("retrieval/Base-Retrieval.yaml", "pointing/Base-DSVE-Loc.yaml"):
+        backbone = build_backbone(_cfg(os.path.join(CONFIGS, config)))
+        load_backbone_weights(backbone, kept)
+        assert all(torch.equal(v, saved[f"backbone.{k}"]) for k, v in backbone.state_dict().items())
+    records = glob.glob(os.path.join(CONFIGS, "..", "results", "*", "cnn", "**", RECORD_FILE), recursive=True)
+    digests = {json.load(open(r))["representation"] for r in records}
+    assert digests <= {backbone_digest(kept)}
