@@ -394,6 +394,8 @@ def test_affine_norm_statistics_are_set_only_for_layers_with_scale_and_bias_and_
     assert sorted(set(out) - set(state)) == ["1.running_mean", "1.running_var", "2.running_var"]
     assert torch.equal(out["1.running_mean"], torch.zeros(3)) and torch.equal(out["1.running_var"], torch.full((3,), 1 - 1e-5))
     assert out["2.running_mean"] is kept and torch.equal(out["2.running_var"], torch.full((1,), 1 - 1e-5))
+    whole = {**out, "0.bias": torch.zeros(2), "0.running_mean": torch.zeros(2), "0.running_var": torch.ones(2)}
+    assert affine_norm_statistics(model, whole, "f.pkl") == whole  # every statistic in the file: none implied
 
 
 def test_a_file_without_backbone_tensors_and_a_missing_file_are_named(tmp_path):
@@ -676,3 +678,22 @@ def test_detectron2_prefixes_are_renamed_to_ours_only_where_the_model_has_them()
         "backbone.res2.0.conv1.weight", "backbone.fpn_lateral2.weight"]
     assert list(rename_to_model(fpn, ["image_encoder.backbone.res2.0.conv1.weight"], backbone)) == [
         "image_encoder.backbone.res2.0.conv1.weight", "backbone.fpn_lateral2.weight"]
+
+
+def test_a_tensor_of_another_shape_is_not_loaded_and_said_so(tmp_path, caplog):
+    path = str(tmp_path / "w.pth")
+    torch.save({"model": {"backbone.weight": torch.ones(3, 3), "backbone.bias": torch.full((2,), 7.0)}}, path)
+    model = _Tiny()
+    weight = model.backbone.weight.detach().clone()
+    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.checkpoint"):
+        PhrasedetCheckpointer(model).load(path)
+    assert torch.equal(model.backbone.weight, weight) and torch.equal(model.backbone.bias, torch.full((2,), 7.0))
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("phrasedet")] == [
+        "backbone: partly loaded (1 of 2; new: weight)",
+        f"{path}: 1 tensors have other shapes than the model's and are not loaded: backbone.weight (3, 3) vs (2, 2)"]
+    with pytest.raises(PretrainedPartError) as error:
+        PhrasedetCheckpointer(_Tiny(), pretrained_parts=["backbone"]).load(path)
+    assert str(error.value) == (f"{path}: backbone is listed in PHRASEDET.WEIGHTS.PRETRAINED_PARTS but 1 of its 2 tensors are "
+                                "not in this file (or have other shapes), e.g. backbone.weight: set MODEL.WEIGHTS to a "
+                                "checkpoint that has them, or remove 'backbone' from PHRASEDET.WEIGHTS.PRETRAINED_PARTS to "
+                                "train it from scratch")
