@@ -317,6 +317,9 @@ def test_scores_writer_after_close_and_with_an_empty_block(tmp_path):
         writer.write(0, np.zeros((0, 0), np.float32))
     with np.load(path) as npz:
         assert npz["scores"].shape == (0, 0) and npz["scores"].dtype == np.float32
+    writer = ScoresWriter(path, ["a"], np.array([0]), np.ones(1))  # scoring failed before the first block
+    _raises_exactly(writer.close, f"{path}: only 0 of 1 rows were written; file deleted", ValueError)
+    assert not os.path.exists(path)
 
 
 # ----------------------------------------------------------------------------- phrase detection
