@@ -237,7 +237,8 @@ def test_pointing_files_of_the_wrong_form_name_the_file_and_what_it_must_hold(tm
             ("points_1d", {"points": np.zeros(6)}, "key 'points': expected a 2-D array of kind 'fiu', got dtype float64 "
                                                    "and shape (6,)"),
             ("points_3", {"points": np.zeros((3, 3))}, "key 'points': expected shape [queries, 2] as (x, y), got (3, 3)"),
-            ("points_len", {"points": np.zeros((2, 2))}, "key 'points': has 2 entries, but there are 3 entries in 'query_id'"),
+            ("points_len", {"points": np.zeros((2, 2))}, "key 'points': has 2 entries, but there are 3 entries in "
+                                                         "'query_id'"),
             ("image_len", {"image_id": np.array(["img0"])}, "key 'image_id': has 1 entries, but there are 3 entries in "
                                                            "'query_id'"),
             ("boxes_3", {"boxes": np.zeros((3, 3))}, "key 'boxes': expected shape [queries, 4] as [x1, y1, x2, y2], got "

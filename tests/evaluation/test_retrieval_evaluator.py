@@ -124,10 +124,12 @@ def test_outputs_of_any_float_type_are_read_as_float32_and_shapes_are_named():
     assert str(error.value) == "image_id 'img4': the model output has no 'caption_embeddings'"
     register_retrieval_toy()
     with pytest.raises(ValueError) as error:
-        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=lambda d: {**toy_outputs(d), "image_embedding": torch.zeros(1, 6)})
+        _run(RetrievalEvaluator(RETRIEVAL_TOY),
+             outputs_of=lambda d: {**toy_outputs(d), "image_embedding": torch.zeros(1, 6)})
     assert str(error.value) == "image_id 'img00': 'image_embedding' must have shape [D], got (1, 6)"
     with pytest.raises(ValueError) as error:
-        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=lambda d: {**toy_outputs(d), "caption_embeddings": torch.zeros(0)})
+        _run(RetrievalEvaluator(RETRIEVAL_TOY),
+             outputs_of=lambda d: {**toy_outputs(d), "caption_embeddings": torch.zeros(0)})
     assert str(error.value) == "image_id 'img00': 'caption_embeddings' must have shape [n_captions, 6], got (0,)"
     # an image without captions (img02, img09) may give them as a 1-D empty array
     empty = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS), outputs_of=lambda d: {
