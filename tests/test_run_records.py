@@ -9,18 +9,24 @@ import pytest
 
 from phrasedet.engine.run_records import RECORD_FILE, RunRecords, file_digest, keep_evaluations
 from phrasedet.engine.runs import ROOT, finished
+from phrasedet.fileio import BadFileError
 
 TRAIN = {"iteration": 19, "total_loss": 3.5, "lr": 0.0002, "time": 0.3}
 VALID = {"iteration": 99, "retrieval/rsum": 412.5, "retrieval/i2t_R@1": 40.0}
+
+
+def _selection(weights, iteration, stage, value=100.0):
+    """A ``selection.json`` record as ``RecordedBestCheckpointer`` writes it."""
+    return {"metric": "retrieval/rsum", "mode": "max", "value": value, "iteration": iteration, "stage": stage,
+            "weights": weights}
 
 
 def _run(out, rsum=412.5):
     """A finished run's output folder as train_net leaves it (weights, log, JSON files, a nested stage)."""
     os.makedirs(os.path.join(out, "stage1_frozen_cnn"))
     for path, record in (("results.json", {"results": {"retrieval": {"rsum": rsum}}}), ("wall_time.json", {"minutes": 12.5}),
-                         ("selection.json", {"weights": os.path.join(out, "model_best.pth"), "value": rsum, "iteration": 2499,
-                                            "stage": ""}),
-                         ("stage1_frozen_cnn/selection.json", {"weights": "w.pth", "iteration": 99, "stage": "stage1"})):
+                         ("selection.json", _selection(os.path.join(out, "model_best.pth"), 2499, "", rsum)),
+                         ("stage1_frozen_cnn/selection.json", _selection("w.pth", 99, "stage1"))):
         with open(os.path.join(out, path), "w") as f:
             json.dump(record, f)
     with open(os.path.join(out, "metrics.json"), "w") as f:
@@ -121,7 +127,7 @@ def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys
     _run(str(staged))
     os.remove(staged / "selection.json")
     os.makedirs(staged / "stage2_finetune")
-    (staged / "stage2_finetune" / "selection.json").write_text(json.dumps({"iteration": 599, "stage": "stage2"}))
+    (staged / "stage2_finetune" / "selection.json").write_text(json.dumps(_selection("w.pth", 599, "stage2")))
     (staged / "results.json").write_text(json.dumps({"results": {"builtin_test": {"pointing": {"accuracy": 38.7},
                                                                                     "retrieval": {"rsum": 7.0}}}}))
     records = RunRecords(str(output), str(results), "d", ROOT)
@@ -138,7 +144,7 @@ def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys
                           "| seed0/vsepp | 412.5 | - | 2499 | 12.5 | " + tail,
                           "| seed1/vsepp | 398.2 | - | 2499 | - | " + tail]
     (results / "seed1" / "vsepp" / "results.json").write_text("{")
-    with pytest.raises(ValueError, match="seed1/vsepp/results.json:1: not JSON"):
+    with pytest.raises(BadFileError, match="seed1/vsepp/results.json:1:2: invalid JSON"):
         show_records.main([str(results)])
     os.remove(results / "seed1" / "vsepp" / "results.json")
     with pytest.raises(FileNotFoundError, match="seed1/vsepp: a record without results.json"):

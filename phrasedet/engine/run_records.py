@@ -27,6 +27,9 @@ import shutil
 import subprocess
 from typing import Optional
 
+from phrasedet.engine.model_selection import read_selection
+from phrasedet.fileio import load_json_file
+
 __all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "format_records", "keep_evaluations",
            "read_records", "save_backbone"]
 
@@ -155,8 +158,7 @@ class RunRecords:
         path = os.path.join(self.path(out), RECORD_FILE)
         if not os.path.isfile(path):
             return None
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return load_json_file(path)
 
     def restore(self, out: str) -> bool:
         """Copy the record of ``out`` into it when it holds no finished run and the record was made
@@ -189,20 +191,13 @@ def _find(results, key):
     return None
 
 
-def _load(path):
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{e.lineno}: not JSON ({e.msg})") from None
-
-
 def _selected(folder: str) -> Optional[dict]:
     """The selection of a recorded run: its own ``selection.json``, else its last stage's."""
-    for path in [os.path.join(folder, "selection.json")] + sorted(
-            (os.path.join(folder, d, "selection.json") for d in os.listdir(folder)), reverse=True):
-        if os.path.isfile(path):
-            return _load(path)
+    stages = sorted((os.path.join(folder, d) for d in os.listdir(folder)), reverse=True)
+    for stage in [folder] + [d for d in stages if os.path.isdir(d)]:
+        record = read_selection(stage)
+        if record is not None:
+            return record
     return None
 
 
@@ -214,7 +209,8 @@ def read_records(record_root: str) -> list:
 
     Raises:
         FileNotFoundError: naming the file, when a record lacks its ``results.json``.
-        ValueError: naming the file and line of a file that is not JSON.
+        BadFileError: naming the file and line of a file that is not JSON, or of a damaged
+            ``selection.json``.
     """
     runs = []
     for folder, _, files in sorted(os.walk(record_root)):
@@ -224,9 +220,9 @@ def read_records(record_root: str) -> list:
         if not os.path.isfile(results):
             raise FileNotFoundError(f"{folder}: a record without results.json")
         timing = os.path.join(folder, "wall_time.json")
-        runs.append({"run": os.path.relpath(folder, record_root), "record": _load(os.path.join(folder, RECORD_FILE)),
-                     "results": _load(results)["results"], "selection": _selected(folder),
-                     "minutes": _load(timing)["minutes"] if os.path.isfile(timing) else None})
+        runs.append({"run": os.path.relpath(folder, record_root), "record": load_json_file(os.path.join(folder, RECORD_FILE)),
+                     "results": load_json_file(results)["results"], "selection": _selected(folder),
+                     "minutes": load_json_file(timing)["minutes"] if os.path.isfile(timing) else None})
     return runs
 
 

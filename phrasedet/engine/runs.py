@@ -3,6 +3,7 @@ seeds (``tools/compare_retrieval.py``, ``tools/compare_pointing.py``): one ``tra
 per model and seed, skipped by ``--resume`` when finished."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -36,6 +37,16 @@ def finished(out: str, resume: bool, records=None) -> bool:
     return os.path.isfile(os.path.join(out, "results.json"))
 
 
+def _start_afresh(out: str):
+    """Empty ``out`` before a run trains into it from iteration 0. What an interrupted (or replaced)
+    run left there would otherwise mix with the new run: Detectron2's ``metrics.json``, which its
+    JSONWriter appends to (two curves in one file, two runs' evaluations in one record), and its
+    ``model_best.pth``."""
+    if os.path.isdir(out) and os.listdir(out):
+        print(f"  {out}: an unfinished or replaced run's files removed; trained from the start", flush=True)
+        shutil.rmtree(out)
+
+
 def train_run(name: str, config: str, out: str, resume: bool, opts, flags=(), records=None) -> tuple:
     """One ``train_net.py`` run of ``config`` into ``out`` (skipped when resuming and finished),
     recorded in ``records`` when given (:func:`finished`).
@@ -46,6 +57,7 @@ def train_run(name: str, config: str, out: str, resume: bool, opts, flags=(), re
     """
     results, timing = os.path.join(out, "results.json"), os.path.join(out, "wall_time.json")
     if not finished(out, resume, records):
+        _start_afresh(out)
         os.makedirs(out, exist_ok=True)
         minutes = run_tool("train_net.py", "--config-file", config, *flags, "OUTPUT_DIR", out, *opts,
                            log=os.path.join(out, "train_net.log")) / 60

@@ -91,3 +91,74 @@ def test_a_file_that_is_not_numpy_is_named_as_such_not_as_a_pickle(tmp_path):
     path.write_bytes(b"hello world")
     with pytest.raises(BadAnnotationError, match=r"feats.npy: not a numpy file \(a .npy starts with .*this one starts with b'hello '\)"):
         load_array_file(str(path))
+
+
+def test_which_inputs_are_stored_and_a_record_without_its_row(tmp_path):
+    from types import SimpleNamespace
+
+    import torch
+
+    from phrasedet.data.image_features import stored_image, stored_image_input
+
+    def cfg(image_input):
+        return SimpleNamespace(MODEL=SimpleNamespace(RETRIEVAL=SimpleNamespace(IMAGE_INPUT=image_input)))
+
+    assert [stored_image_input(cfg(v)) for v in ("features", "maps", "pixels")] == [True, True, False]
+    with pytest.raises(KeyError) as error:
+        stored_image({"image_id": 7})
+    assert error.value.args[0] == "image 7 has no precomputed feature (no 'feature_file' in its record)"
+    (tmp_path / "s.npy").write_bytes(FEATURES)
+    row = stored_image({"image_id": "b", "feature_file": str(tmp_path / "s.npy"), "feature_row": 1})
+    assert row.dtype == torch.float32 and row.tolist() == [3.0, 4.0, 5.0]
+
+
+def test_attaching_features_checks_rows_and_ids_against_the_split(tmp_path):
+    own = [{"image_id": "a", "feature_file": "x.npy", "feature_row": 4}]
+    assert attach_image_features(own, "s", "") is own  # VSE++'s precomputed records carry their rows
+    with pytest.raises(ValueError) as error:
+        attach_image_features(RECORDS, "s", "")
+    assert str(error.value) == ("s: MODEL.RETRIEVAL.IMAGE_INPUT 'features' needs MODEL.RETRIEVAL.IMAGE_FEATURES_DIR (or a "
+                                "dataset whose records carry their features)")
+    path, ids = str(tmp_path / "s.npy"), str(tmp_path / "s.txt")
+    with pytest.raises(FileNotFoundError) as error:
+        attach_image_features(RECORDS, "s", str(tmp_path))
+    assert str(error.value) == f"image features {path!r} do not exist (tools/extract_image_features.py writes them)"
+    np.save(tmp_path / "t.npy", np.zeros((3, 2), np.float32))
+    with pytest.raises(BadAnnotationError) as error:
+        attach_image_features(RECORDS, "t", str(tmp_path))
+    assert str(error.value) == f"{tmp_path / 't.npy'}: 3 rows for the 2 images of t"
+    (tmp_path / "s.npy").write_bytes(FEATURES)  # read once per process (cached): written before the first read
+    for text, message in (("a\n", f"{ids}: 1 image ids for 2 images of the split"),
+                          ("a\nc\n", f"{ids}:2: image id 'c', but row 1 of the split is image 'b': the features are not in "
+                                     "the split's order")):
+        (tmp_path / "s.txt").write_text(text)
+        with pytest.raises(BadAnnotationError) as error:
+            attach_image_features(RECORDS, "s", str(tmp_path))
+        assert str(error.value) == message
+    (tmp_path / "s.txt").write_text("\na\n\nb\n")  # blank lines ignored
+    mixed = [RECORDS[0], {"image_id": "b", "feature_file": "x.npy", "feature_row": 9}]
+    attached = attach_image_features(mixed, "s", str(tmp_path))
+    assert attached == [{"image_id": "a", "feature_file": path, "feature_row": 0},
+                        {"image_id": "b", "feature_file": path, "feature_row": 1}]
+    assert mixed[0] == {"image_id": "a"}  # copies
+
+
+def test_a_npz_archive_is_not_a_features_file(tmp_path):
+    buffer = io.BytesIO()
+    np.savez(buffer, features=np.zeros((2, 3)))
+    (tmp_path / "s.npy").write_bytes(buffer.getvalue())
+    with pytest.raises(BadAnnotationError) as error:
+        feature_dim(str(tmp_path / "s.npy"))
+    assert str(error.value) == f"{tmp_path / 's.npy'}: expected a .npy array, got a .npz archive"
+
+
+def test_written_features_are_float32_unless_asked_with_their_ids_one_a_line(tmp_path):
+    from phrasedet.data.image_features import write_image_features
+
+    folder = str(tmp_path / "new" / "features")
+    path = write_image_features(folder, "s", np.arange(6, dtype=np.float64).reshape(2, 3), ["a", 7])
+    assert path == os.path.join(folder, "s.npy")
+    assert np.load(path).dtype == np.float32 and feature_dim(path) == 3
+    assert (tmp_path / "new" / "features" / "s.txt").read_bytes() == b"a\n7\n"
+    path = write_image_features(folder, "s", np.ones((2, 4)), ["a", "b"], dtype=np.float16)  # the folder exists
+    assert np.load(path).dtype == np.float16 and feature_dim(path) == 4  # the new file, not the cached one

@@ -212,6 +212,117 @@ def test_pointing_messages(tmp_path):
         load_pointing_predictions(path)
 
 
+
+def _raises_exactly(read, message, error=BadFileError):
+    with pytest.raises(error) as e:
+        read()
+    assert str(e.value) == message
+
+
+def test_pointing_files_of_the_wrong_form_name_the_file_and_what_it_must_hold(tmp_path):
+    """A single array, a missing file, and each key's length, shape and kind checked in turn
+    (every reader of the pointing tool, messages in full)."""
+    np.save(tmp_path / "one.npy", POINTS)
+    single = str(tmp_path / "one.npy")
+    for read, what, keys in ((load_points, "a points file", "query_id, points"),
+                             (load_heatmaps, "a heatmaps file", "query_id, heatmaps[, point_mode]"),
+                             (load_pointing_predictions, "a pointing predictions file",
+                              "query_id, image_id, points, boxes, hit_<rule>, hit_rule, tolerance")):
+        _raises_exactly(lambda: read(single), f"{single}: {what} must be a .npz with keys {keys}; got a single array "
+                                              "of shape (3, 2)")
+        missing = str(tmp_path / "none.npz")
+        _raises_exactly(lambda: read(missing), f"{what} {missing!r} does not exist", FileNotFoundError)
+    predictions = _arrays(POINTING_PREDICTIONS)
+    for name, changes, message in (
+            ("points_1d", {"points": np.zeros(6)}, "key 'points': expected a 2-D array of kind 'fiu', got dtype float64 "
+                                                   "and shape (6,)"),
+            ("points_3", {"points": np.zeros((3, 3))}, "key 'points': expected shape [queries, 2] as (x, y), got (3, 3)"),
+            ("points_len", {"points": np.zeros((2, 2))}, "key 'points': has 2 entries, but there are 3 entries in "
+                                                         "'query_id'"),
+            ("image_len", {"image_id": np.array(["img0"])}, "key 'image_id': has 1 entries, but there are 3 entries in "
+                                                           "'query_id'"),
+            ("boxes_3", {"boxes": np.zeros((3, 3))}, "key 'boxes': expected shape [queries, 4] as [x1, y1, x2, y2], got "
+                                                     "(3, 3)"),
+            ("boxes_len", {"boxes": np.zeros((4, 4))}, "key 'boxes': has 4 entries, but there are 3 entries in 'query_id'"),
+            ("boxes_inf", {"boxes": np.array([[0, 0, 5, 5], [0, 0, np.inf, 5], [0, 0, 5, np.nan]])},
+             "key 'boxes': row 1 ('q1'): values must be finite numbers (2 such rows)"),
+            ("hits_len", {"hit_tol15": np.ones(2, bool)}, "key 'hit_tol15': has 2 entries, but there are 3 entries in "
+                                                          "'query_id'"),
+            ("tolerance_1d", {"tolerance": np.array([15.0])}, "key 'tolerance': expected a single value of kind 'f', got "
+                                                              "dtype float64 and shape (1,)"),
+            ("rule_int", {"hit_rule": np.asarray(3)}, "key 'hit_rule': expected a single value of kind 'U', got dtype "
+                                                      "int64 and shape ()")):
+        path = _savez(tmp_path, f"{name}.npz", {**predictions, **changes})
+        _raises_exactly(lambda: load_pointing_predictions(path), f"{path}: {message}")
+    maps = _arrays(HEATMAPS_FILE)
+    for name, changes, message in (
+            ("empty_w", {"heatmaps": np.zeros((3, 4, 0), np.float32)}, "key 'heatmaps': empty maps of size (4, 0)"),
+            ("empty_h", {"heatmaps": np.zeros((3, 0, 4), np.float32)}, "key 'heatmaps': empty maps of size (0, 4)"),
+            ("mode", {"point_mode": np.asarray("peak")}, "key 'point_mode': must be one of ('corner', 'centre', "
+                                                          "'upsampled'), got 'peak'")):
+        path = _savez(tmp_path, f"{name}.npz", {**maps, **changes})
+        _raises_exactly(lambda: load_heatmaps(path), f"{path}: {message}")
+
+
+def test_pointing_files_read_back_with_their_documented_types(tmp_path):
+    """Integer query ids read as their decimal strings; float32 points and integer hits are
+    written as float64 and bool; a heatmaps file without ``point_mode`` gives None."""
+    gt = PointingGroundTruth("toy", ["img0", "img1"], [[100, 200], [40, 80]], [7, 8, 9], ["a", "b", "c"],
+                             [[0, 0, 50, 50], [10, 10, 20, 20], [0, 0, 80, 40]], [2, 1])
+    path = str(tmp_path / "p.npz")
+    save_pointing_predictions(path, gt, POINTS.astype(np.float32), {k: [1, 0, 1] for k in rule_keys(15.0)},
+                              PointingProtocol("tolerance", 15))
+    with np.load(path) as npz:
+        assert (npz["points"].dtype, npz["tolerance"].dtype, npz["hit_tol15"].dtype) == (np.float64, np.float64, bool)
+    read = load_pointing_predictions(path)
+    assert read["query_id"] == ["7", "8", "9"] and read["image_id"] == ["img0", "img0", "img1"]
+    assert read["hits"]["tol15"].tolist() == [True, False, True] and read["protocol"] == PointingProtocol("tolerance", 15.0)
+    np.savez(path, query_id=np.array([3, 1], np.int64), points=np.array([[1, 2], [3, 4]], np.int32))
+    ids, points = load_points(path)
+    assert ids == ["3", "1"] and points.dtype == np.float64 and points.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    save_heatmaps(path, ["q0"], np.ones((1, 2, 2), np.float32))
+    assert load_heatmaps(path)[2] is None
+    save_heatmaps(path, ["q0"], np.ones((1, 2, 2), np.float32), "upsampled")
+    assert load_heatmaps(path)[2] == "upsampled"
+
+
+def test_score_files_hold_only_what_they_have_and_refuse_integer_matrices(tmp_path):
+    path = _savez(tmp_path, "only.npz", {"scores": np.ones((2, 3), np.float32)})
+    out = load_scores(path)
+    assert list(out) == ["scores"] and out["scores"].tolist() == [[1.0] * 3] * 2
+    np.save(tmp_path / "ints.npy", np.ones((2, 3), np.int64))
+    path = str(tmp_path / "ints.npy")
+    _raises_exactly(lambda: load_scores(path), f"{path}: a score matrix must be a 2-D float array [images, captions], got "
+                                               "dtype int64 and shape (2, 3)")
+    missing = str(tmp_path / "none.npy")
+    _raises_exactly(lambda: load_scores(missing), f"score matrix file {missing!r} does not exist", FileNotFoundError)
+    np.save(tmp_path / "e.npy", IMAGES)
+    path = str(tmp_path / "e.npy")
+    _raises_exactly(lambda: load_embeddings(path), f"{path}: an embeddings file must be a .npz with keys image_ids, images, "
+                                                   "captions, caption_to_image; got a single array of shape (3, 4)")
+    missing = str(tmp_path / "none.npz")
+    _raises_exactly(lambda: load_embeddings(missing), f"an embeddings file {missing!r} does not exist", FileNotFoundError)
+
+
+def test_scores_writer_after_close_and_with_an_empty_block(tmp_path):
+    """An error raised after the file was completed leaves it in place; an empty matrix given
+    its empty block is the same file as one given none."""
+    path = str(tmp_path / "s.npz")
+    with pytest.raises(RuntimeError, match="^later$"):
+        with ScoresWriter(path, ["a"], np.array([0]), np.ones(1)) as writer:
+            writer.write(0, np.full((1, 1), 2.0, np.float32))
+            writer.close()
+            raise RuntimeError("later")
+    assert load_scores(path)["scores"].tolist() == [[2.0]]
+    with ScoresWriter(path, [], np.zeros(0, np.int64), np.zeros(0)) as writer:
+        writer.write(0, np.zeros((0, 0), np.float32))
+    with np.load(path) as npz:
+        assert npz["scores"].shape == (0, 0) and npz["scores"].dtype == np.float32
+    writer = ScoresWriter(path, ["a"], np.array([0]), np.ones(1))  # scoring failed before the first block
+    _raises_exactly(writer.close, f"{path}: only 0 of 1 rows were written; file deleted", ValueError)
+    assert not os.path.exists(path)
+
+
 # ----------------------------------------------------------------------------- phrase detection
 GT, _ = build(["1000", "1001"], [("1000", "man", A), ("1001", "dog", B)], {})
 

@@ -108,6 +108,47 @@ def test_wrong_outputs_are_errors_naming_the_image():
              outputs_of=lambda d: {"image_embedding": torch.zeros(6), "caption_embeddings": torch.zeros(2, 5)})
 
 
+
+def test_outputs_of_any_float_type_are_read_as_float32_and_shapes_are_named():
+    """bfloat16 (a mixed-precision model, which NumPy cannot hold) and float64 arrays are read as
+    float32; an image embedding that is not 1-D, and 1-D empty caption embeddings for an image
+    that has captions, are errors naming the image."""
+    from phrasedet.evaluation.retrieval.evaluator import _float32
+
+    half = _float32(torch.tensor([1.5, -2.25], dtype=torch.bfloat16, requires_grad=True), "i", "k")
+    assert half.dtype == np.float32 and half.tolist() == [1.5, -2.25]
+    double = _float32(np.array([[0.1]]), "i", "k")
+    assert double.dtype == np.float32 and double.tolist() == [[np.float32(0.1)]]
+    with pytest.raises(ValueError) as error:
+        _float32(None, "img4", "caption_embeddings")
+    assert str(error.value) == "image_id 'img4': the model output has no 'caption_embeddings'"
+    register_retrieval_toy()
+    with pytest.raises(ValueError) as error:
+        _run(RetrievalEvaluator(RETRIEVAL_TOY),
+             outputs_of=lambda d: {**toy_outputs(d), "image_embedding": torch.zeros(1, 6)})
+    assert str(error.value) == "image_id 'img00': 'image_embedding' must have shape [D], got (1, 6)"
+    with pytest.raises(ValueError) as error:
+        _run(RetrievalEvaluator(RETRIEVAL_TOY),
+             outputs_of=lambda d: {**toy_outputs(d), "caption_embeddings": torch.zeros(0)})
+    assert str(error.value) == "image_id 'img00': 'caption_embeddings' must have shape [n_captions, 6], got (0,)"
+    # an image without captions (img02, img09) may give them as a 1-D empty array
+    empty = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=FOLDS), outputs_of=lambda d: {
+        **toy_outputs(d), **({"caption_embeddings": np.zeros(0)} if not d["captions"] else {})})
+    assert empty == evaluate_retrieval(*toy_arrays(), folds=FOLDS, chunk_size=1024)
+
+
+def test_nothing_seen_gives_no_results_and_files_go_to_an_existing_folder_only_when_asked(tmp_path):
+    register_retrieval_toy()
+    evaluator = RetrievalEvaluator(RETRIEVAL_TOY, output_dir=str(tmp_path))
+    evaluator.reset()
+    assert evaluator.evaluate() == {}
+    _run(RetrievalEvaluator(RETRIEVAL_TOY, output_dir=str(tmp_path), save_embeddings=False))
+    assert os.listdir(tmp_path) == []
+    for _ in range(2):  # the same folder at every evaluation period
+        _run(RetrievalEvaluator(RETRIEVAL_TOY, output_dir=str(tmp_path)))
+        assert os.listdir(tmp_path) == [EMBEDDINGS_FILE]
+
+
 def test_bad_folds_and_datasets_fail_before_inference():
     register_retrieval_toy()
     with pytest.raises(ValueError, match="12 test images do not split into 5 folds"):

@@ -394,6 +394,8 @@ def test_affine_norm_statistics_are_set_only_for_layers_with_scale_and_bias_and_
     assert sorted(set(out) - set(state)) == ["1.running_mean", "1.running_var", "2.running_var"]
     assert torch.equal(out["1.running_mean"], torch.zeros(3)) and torch.equal(out["1.running_var"], torch.full((3,), 1 - 1e-5))
     assert out["2.running_mean"] is kept and torch.equal(out["2.running_var"], torch.full((1,), 1 - 1e-5))
+    whole = {**out, "0.bias": torch.zeros(2), "0.running_mean": torch.zeros(2), "0.running_var": torch.ones(2)}
+    assert affine_norm_statistics(model, whole, "f.pkl") == whole  # every statistic in the file: none implied
 
 
 def test_a_file_without_backbone_tensors_and_a_missing_file_are_named(tmp_path):
@@ -450,3 +452,248 @@ def test_a_backbone_that_does_not_fit_is_named_and_batchnorm_counters_may_be_abs
     torch.save({"model": state}, path)
     load_backbone_weights(with_bn, path)
     assert with_bn[1].running_mean.item() == 0.5 and with_bn[0].weight.item() == 0.5
+
+
+class _Tiny(torch.nn.Module):
+    """A model of one part, ``backbone`` (two tensors)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.backbone = torch.nn.Linear(2, 2)
+
+
+class _Downloads:
+    """A path manager whose every address was "downloaded" to ``local``; records what it was asked."""
+
+    def __init__(self, local):
+        self.local, self.asked = local, []
+
+    def get_local_path(self, path):
+        self.asked.append(path)
+        return self.local
+
+
+def test_an_address_query_asks_for_suffix_matching_and_any_other_query_is_refused(tmp_path):
+    """``?matching_heuristics=True`` (Detectron2's documented query) matches the file's names by
+    suffix; the query is not part of the address downloaded; another query is an error naming it."""
+    path = str(tmp_path / "w.pth")
+    weight, bias = torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([5.0, 6.0])
+    torch.save({"model": {"weight": weight, "bias": bias}}, path)  # ImageNet-style names, no "backbone."
+    model = _Tiny()
+    checkpointer = PhrasedetCheckpointer(model)
+    checkpointer.path_manager = _Downloads(path)
+    checkpointer.load("https://example.org/w.pth?matching_heuristics=True")
+    assert checkpointer.path_manager.asked == ["https://example.org/w.pth"]
+    assert torch.equal(model.backbone.weight, weight) and torch.equal(model.backbone.bias, bias)
+    model = _Tiny()  # without the query the names are not matched: nothing loads
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    checkpointer = PhrasedetCheckpointer(model)
+    checkpointer.path_manager = _Downloads(path)
+    checkpointer.load("https://example.org/w.pth")
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    for query, left in (("x=1", "{'x': ['1']}"), ("matching_heuristics=True&x=1&y=2", "{'x': ['1'], 'y': ['2']}")):
+        checkpointer = PhrasedetCheckpointer(_Tiny())
+        checkpointer.path_manager = _Downloads(path)
+        with pytest.raises(ValueError) as error:
+            checkpointer.load(f"https://example.org/w.pth?{query}")
+        assert str(error.value) == f"{path}: unsupported query {left} in the checkpoint's address"
+
+
+def test_a_missing_local_file_is_named_and_an_empty_path_loads_nothing(tmp_path):
+    model = _Tiny()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(FileNotFoundError) as error:
+        PhrasedetCheckpointer(model).load(str(tmp_path / "none.pth"))
+    assert str(error.value) == f"checkpoint {str(tmp_path / 'none.pth')!r} does not exist"
+    assert PhrasedetCheckpointer(model).load("") == {}  # no pretrained parts: the model stays as built
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    with pytest.raises(ValueError) as error:
+        PhrasedetCheckpointer(model, pretrained_parts=["backbone"]).load("")
+    assert str(error.value) == ("MODEL.WEIGHTS is empty but PHRASEDET.WEIGHTS.PRETRAINED_PARTS is ['backbone']: set "
+                                "MODEL.WEIGHTS to the checkpoint they come from (see the config's comment), or set "
+                                "PHRASEDET.WEIGHTS.PRETRAINED_PARTS [] to train them from scratch")
+
+
+def test_rpn_outputs_of_other_shapes_without_an_objectness_weight_are_reinitialized(caplog):
+    """The warning says "other shapes" when the file has no objectness weight to count anchors
+    from; tensors of the same shape, and other tensors, are kept."""
+    from phrasedet.modeling.checkpoint.detection_checkpoint import without_other_anchor_outputs
+
+    logits, deltas = "proposal_generator.rpn_head.objectness_logits.", "proposal_generator.rpn_head.anchor_deltas."
+    model_state = {logits + "weight": torch.zeros(3, 8, 1, 1), logits + "bias": torch.zeros(3),
+                   deltas + "weight": torch.zeros(12, 8, 1, 1), deltas + "bias": torch.zeros(12),
+                   "proposal_generator.rpn_head.conv.weight": torch.zeros(8, 8, 3, 3)}
+    same = {k: torch.ones_like(v) for k, v in model_state.items()}
+    assert without_other_anchor_outputs(same, model_state, "f.pth") == (same, set())
+    state = {logits + "bias": torch.ones(3), deltas + "weight": torch.ones(20, 8, 1, 1), deltas + "bias": torch.ones(20),
+             "proposal_generator.rpn_head.conv.weight": torch.ones(8, 8, 3, 3), "unused.x": torch.ones(1)}
+    with caplog.at_level(logging.WARNING, logger="phrasedet.modeling.checkpoint"):
+        kept, reinitialized = without_other_anchor_outputs(state, model_state, "f.pth")
+    assert sorted(kept) == sorted([logits + "bias", "proposal_generator.rpn_head.conv.weight", "unused.x"])
+    assert reinitialized == {logits + "weight", logits + "bias", deltas + "weight", deltas + "bias"}
+    assert [r.getMessage() for r in caplog.records] == [
+        "f.pth: its RPN output layers (proposal_generator.rpn_head.objectness_logits, proposal_generator.rpn_head."
+        "anchor_deltas) have other shapes, MODEL.ANCHOR_GENERATOR gives 3: they are re-initialized (the rest of the RPN "
+        "is loaded)"]
+
+
+def test_tensors_outside_every_part_get_one_line(caplog):
+    from phrasedet.modeling.checkpoint.load_report import LoadReport
+
+    report = LoadReport("w.pth", ["p", "q"], ["p.a", "x", "pq.b", "y", "z", "w", "q.c"], loaded={"p.a", "y", "w"})
+    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.checkpoint"):
+        report.log()
+    assert [r.getMessage() for r in caplog.records] == [
+        "p: loaded from w.pth (1 tensors)", "q: newly initialized (1 tensors)",
+        "other tensors: 2 of 5 loaded from w.pth (x, pq.b, y)"]
+
+
+def test_the_trainer_checkpointer_saves_to_the_output_folder(tmp_path):
+    """``from_config`` passes the folder and the checkpointables on (the trainer's own and Detectron2's)."""
+    (tmp_path / "out").mkdir()
+    checkpointer = PhrasedetCheckpointer.from_config(phrasedet_config("qa_rcnn.yaml", tmp_path), _Tiny(), str(tmp_path / "out"),
+                                                     extra=torch.nn.Linear(1, 1))
+    assert set(checkpointer.checkpointables) == {"extra"}
+    checkpointer.save("model_0000001")
+    assert (tmp_path / "out" / "model_0000001.pth").is_file()
+
+
+def test_torchvision_names_become_detectron2_names_and_only_a_resnet_is_renamed(tmp_path):
+    from phrasedet.modeling.checkpoint.files import is_torchvision_resnet, read_checkpoint, torchvision_resnet_to_detectron2
+
+    names = {"conv1.weight": "stem.conv1.weight", "bn1.bias": "stem.conv1.norm.bias",
+             "layer1.0.conv1.weight": "res2.0.conv1.weight", "layer2.0.bn1.weight": "res3.0.conv1.norm.weight",
+             "layer3.5.bn3.running_var": "res4.5.conv3.norm.running_var",
+             "layer4.0.downsample.0.weight": "res5.0.shortcut.weight",
+             "layer4.0.downsample.1.running_mean": "res5.0.shortcut.norm.running_mean", "fc.weight": "stem.fc.weight"}
+    state = {k: torch.full((1,), float(i)) for i, k in enumerate(names)}
+    renamed = torchvision_resnet_to_detectron2(state)
+    assert renamed == {names[k]: v for k, v in state.items()}
+    assert is_torchvision_resnet(state)
+    assert not is_torchvision_resnet({"conv1.weight": torch.zeros(1), "layer2.0.conv1.weight": torch.zeros(1)})
+    assert not is_torchvision_resnet({"stem.conv1.weight": torch.zeros(1), "layer1.0.conv1.weight": torch.zeros(1)})
+    path = str(tmp_path / "resnet.pth")
+    torch.save(state, path)
+    read = read_checkpoint(path)
+    assert (set(read), read["__author__"], read["matching_heuristics"]) == ({"model", "__author__", "matching_heuristics"},
+                                                                          "torchvision", True)
+    assert list(read["model"]) == list(names.values())
+    torch.save({"conv1.weight": torch.zeros(1), "fc.weight": torch.zeros(1)}, path)  # a small CNN, not a ResNet
+    assert read_checkpoint(path) == {"model": {"conv1.weight": torch.zeros(1), "fc.weight": torch.zeros(1)}}
+
+
+def _pkl(path, data):
+    import pickle
+
+    with open(path, "wb") as f:
+        pickle.dump(data, f)
+    return str(path)
+
+
+def test_pkl_files_of_every_layout_and_their_refusals(tmp_path):
+    """A model-zoo ``.pkl`` is read as is, Caffe2 blobs with or without a ``blobs`` wrapper lose
+    their momenta; anything else is an error naming the file and what it holds."""
+    import numpy as np
+
+    from phrasedet.modeling.checkpoint.files import read_checkpoint
+
+    w = np.arange(3, dtype=np.float32)
+    zoo = read_checkpoint(_pkl(tmp_path / "zoo.pkl", {"model": {"a.weight": w}, "__author__": "Detectron2 Model Zoo"}))
+    assert set(zoo) == {"model", "__author__"} and zoo["__author__"] == "Detectron2 Model Zoo"
+    assert list(zoo["model"]) == ["a.weight"] and torch.equal(zoo["model"]["a.weight"], torch.tensor([0.0, 1.0, 2.0]))
+    for name, data in (("blobs.pkl", {"blobs": {"conv1_w": w, "conv1_w_momentum": w}}),
+                       ("plain.pkl", {"conv1_w": w, "conv1_w_momentum": w})):  # MSRA ImageNet files have no "blobs"
+        read = read_checkpoint(_pkl(tmp_path / name, data))
+        assert (list(read["model"]), read["__author__"], read["matching_heuristics"]) == (["conv1_w"], "Caffe2", True), name
+    for name, data, held in (("list.pkl", [w], "list"), ("blobs_list.pkl", {"blobs": [w]}, "list"),
+                             ("strings.pkl", {"model": {"a": "b"}, "__author__": "x"}, "dict"),
+                             ("int_keys.pkl", {"model": {0: w}, "__author__": "x"}, "dict")):
+        path = str(tmp_path / name)
+        _pkl(path, data)
+        with pytest.raises(BadFileError) as error:
+            read_checkpoint(path, "weights file")
+        assert str(error.value) == (f"{path}: a weights file must hold a state dict {{name: tensor}} (or one under 'model'), "
+                                    f"got {held}")
+
+
+def test_pth_refusals_name_the_file_and_a_gpu_checkpoint_reads_on_the_cpu(tmp_path, monkeypatch):
+    import io
+    import zipfile
+
+    from phrasedet.modeling.checkpoint.files import read_checkpoint
+
+    path = str(tmp_path / "w.pth")
+    with pytest.raises(FileNotFoundError) as error:
+        read_checkpoint(path)
+    assert str(error.value) == f"checkpoint {path!r} does not exist"
+    torch.save({"model": {0: torch.zeros(1)}}, path)
+    with pytest.raises(BadFileError) as error:
+        read_checkpoint(path)
+    assert str(error.value) == f"{path}: a checkpoint must hold a state dict {{name: tensor}} (or one under 'model'), got dict"
+    torch.save({"model": {"a": torch.zeros(1)}, "config": _Downloads("x")}, path)  # an object: no code may run
+    with pytest.raises(BadFileError, match=re.escape(f"{path}: not a readable checkpoint (UnpicklingError: Weights only load "
+                                                     "failed")):
+        read_checkpoint(path)
+    # saved on a GPU (the tensors' storage location is cuda:0), read where there is none or where it is busy
+    buffer = io.BytesIO()
+    torch.save({"model": {"a.weight": torch.arange(3.0)}, "iteration": 7}, buffer)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as src, zipfile.ZipFile(path, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("/data.pkl"):
+                assert data.count(b"X\x03\x00\x00\x00cpu") == 1
+                data = data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+            dst.writestr(info.filename, data)
+    read = read_checkpoint(path)
+    assert set(read) == {"model", "iteration"} and read["iteration"] == 7
+    assert read["model"]["a.weight"].device == torch.device("cpu") and torch.equal(read["model"]["a.weight"], torch.arange(3.0))
+    # running out of memory is not a damaged file
+    monkeypatch.setattr(torch, "load", lambda *args, **kwargs: (_ for _ in ()).throw(MemoryError("no room")))
+    with pytest.raises(MemoryError, match="^no room$"):
+        read_checkpoint(path)
+
+
+def test_detectron2_prefixes_are_renamed_to_ours_only_where_the_model_has_them():
+    from torch import nn
+
+    from phrasedet.modeling.checkpoint.names import name_aliases, rename_to_model
+
+    backbone = [("backbone.", "image_encoder.backbone."), ("backbone.bottom_up.", "backbone."),
+                ("backbone.bottom_up.", "image_encoder.backbone.")]
+    assert name_aliases(nn.Linear(1, 1)) == backbone
+
+    class Head(nn.Module):
+        detectron2_head_name = "res5"
+
+    model = nn.Module()
+    model.top = Head()
+    model.a = nn.Module()
+    model.a.b = nn.Module()
+    model.a.b.c = Head()
+    assert name_aliases(model) == [("res5.", "top.head."), ("a.b.res5.", "a.b.c.head.")] + backbone
+    t = torch.zeros(1)
+    fpn = {"backbone.bottom_up.res2.0.conv1.weight": t, "backbone.fpn_lateral2.weight": t}
+    assert list(rename_to_model(fpn, ["backbone.res2.0.conv1.weight"], backbone)) == [
+        "backbone.res2.0.conv1.weight", "backbone.fpn_lateral2.weight"]
+    assert list(rename_to_model(fpn, ["image_encoder.backbone.res2.0.conv1.weight"], backbone)) == [
+        "image_encoder.backbone.res2.0.conv1.weight", "backbone.fpn_lateral2.weight"]
+
+
+def test_a_tensor_of_another_shape_is_not_loaded_and_said_so(tmp_path, caplog):
+    path = str(tmp_path / "w.pth")
+    torch.save({"model": {"backbone.weight": torch.ones(3, 3), "backbone.bias": torch.full((2,), 7.0)}}, path)
+    model = _Tiny()
+    weight = model.backbone.weight.detach().clone()
+    with caplog.at_level(logging.INFO, logger="phrasedet.modeling.checkpoint"):
+        PhrasedetCheckpointer(model).load(path)
+    assert torch.equal(model.backbone.weight, weight) and torch.equal(model.backbone.bias, torch.full((2,), 7.0))
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("phrasedet")] == [
+        "backbone: partly loaded (1 of 2; new: weight)",
+        f"{path}: 1 tensors have other shapes than the model's and are not loaded: backbone.weight (3, 3) vs (2, 2)"]
+    with pytest.raises(PretrainedPartError) as error:
+        PhrasedetCheckpointer(_Tiny(), pretrained_parts=["backbone"]).load(path)
+    assert str(error.value) == (f"{path}: backbone is listed in PHRASEDET.WEIGHTS.PRETRAINED_PARTS but 1 of its 2 tensors are "
+                                "not in this file (or have other shapes), e.g. backbone.weight: set MODEL.WEIGHTS to a "
+                                "checkpoint that has them, or remove 'backbone' from PHRASEDET.WEIGHTS.PRETRAINED_PARTS to "
+                                "train it from scratch")
