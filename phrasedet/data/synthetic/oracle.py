@@ -12,9 +12,13 @@ about a combination never seen in training is still read through its parts. Ther
   background's one-hot: a features row for every ``MODEL.RETRIEVAL.IMAGE_INPUT "features"``
   config;
 * **spatial** (:func:`oracle_maps`): [1138, h, w] over the image resized to a square (as
-  ``INPUT.POINTING.RESIZE_MODE "square"`` does), each cell holding the descs of the object that
-  covers most of it, or the background's one-hot where no object touches it: the pre-pooling maps
-  of ``MODEL.RETRIEVAL.IMAGE_INPUT "maps"`` for DSVE-loc's pooling and heatmaps.
+  ``INPUT.POINTING.RESIZE_MODE "square"`` does), each cell holding the descs of the object whose
+  box contains the cell's centre, or the background's one-hot: the pre-pooling maps of
+  ``MODEL.RETRIEVAL.IMAGE_INPUT "maps"`` for DSVE-loc's pooling and heatmaps. Every cell of an
+  object holds the same code, so a heatmap's maximum over them is a tie, broken at the first cell;
+  with cells given to every object they touch (the rule before), that first cell was often a sliver
+  of the box whose centre lies outside it, and the oracle's own cells hit only 23 % of the test
+  boxes (docs/POINTING.md).
 
 :func:`write_oracle_features` writes both for the built-in caption and pointing splits, in the
 layout of :mod:`phrasedet.data.image_features` (``<dir>/<dataset name>.npy`` and ``.txt``).
@@ -59,21 +63,40 @@ def _overlap(box: Sequence[float], x0: float, y0: float, x1: float, y1: float) -
     return max(0.0, min(box[2], x1) - max(box[0], x0)) * max(0.0, min(box[3], y1) - max(box[1], y0))
 
 
+def _cell_owners(objects: Sequence[dict], width: int, height: int, grid: int) -> np.ndarray:
+    """[grid, grid] int: the index of the object each cell holds, -1 for the background.
+
+    A cell holds the object whose box strictly contains the cell's centre (of several, the one
+    overlapping the cell most, the first on a tie): the point DSVE-loc's evaluation takes for a
+    cell (``MODEL.POINTING.POINT_MODE "centre"``) then hits, by the strict rule, the box of every
+    object the cell holds. An object that contains no cell's centre (smaller than a cell) holds the
+    cell its own centre falls in, so that no object is missing from the maps.
+    """
+    cw, ch = width / grid, height / grid
+    owners = np.full((grid, grid), -1, np.int64)
+    for i in range(grid):
+        for j in range(grid):
+            cx, cy, cell = (j + 0.5) * cw, (i + 0.5) * ch, (j * cw, i * ch, (j + 1) * cw, (i + 1) * ch)
+            inside = [k for k, o in enumerate(objects) if o["box"][0] < cx < o["box"][2] and o["box"][1] < cy < o["box"][3]]
+            if inside:
+                owners[i, j] = max(inside, key=lambda k: _overlap(objects[k]["box"], *cell))
+    for k, o in enumerate(objects):
+        if not (owners == k).any():
+            x, y = (o["box"][0] + o["box"][2]) / 2, (o["box"][1] + o["box"][3]) / 2
+            owners[min(int(y // ch), grid - 1), min(int(x // cw), grid - 1)] = k
+    return owners
+
+
 def oracle_maps(scene: dict, width: int, height: int, grid: int) -> np.ndarray:
     """[ORACLE_DIM, grid, grid] float32 over a ``width`` x ``height`` image: cell (i, j) covers
     ``[j W / grid, (j + 1) W / grid) x [i H / grid, (i + 1) H / grid)`` and holds the descs of the
-    object whose box (continuous pixels) overlaps it most, or the background's one-hot."""
+    object whose box contains its centre (:func:`_cell_owners`), or the background's one-hot."""
     out = np.zeros((ORACLE_DIM, grid, grid), np.float32)
-    cw, ch = width / grid, height / grid
+    owners = _cell_owners(scene["objects"], width, height, grid)
     for i in range(grid):
         for j in range(grid):
-            cell = (j * cw, i * ch, (j + 1) * cw, (i + 1) * ch)
-            best, area = None, 0.0
-            for obj in scene["objects"]:
-                a = _overlap(obj["box"], *cell)
-                if a > area:
-                    best, area = obj, a
-            out[object_codes(best) if best is not None else _BACKGROUND[scene["background"]], i, j] = 1
+            k = owners[i, j]
+            out[object_codes(scene["objects"][k]) if k >= 0 else _BACKGROUND[scene["background"]], i, j] = 1
     return out
 
 
