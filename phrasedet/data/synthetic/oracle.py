@@ -18,7 +18,7 @@ about a combination never seen in training is still read through its parts. Ther
   object holds the same code, so a heatmap's maximum over them is a tie, broken at the first cell;
   with cells given to every object they touch (the rule before), that first cell was often a sliver
   of the box whose centre lies outside it, and the oracle's own cells hit only 23 % of the test
-  boxes (docs/POINTING.md).
+  boxes (docs/DATA.md).
 
 :func:`write_oracle_features` writes both for the built-in caption and pointing splits, in the
 layout of :mod:`phrasedet.data.image_features` (``<dir>/<dataset name>.npy`` and ``.txt``).
