@@ -1,5 +1,6 @@
 import builtins
 import os
+import shutil
 
 import pytest
 
@@ -27,6 +28,17 @@ def _hermetic_cache(tmp_path_factory):
         os.environ.pop("PHRASEDET_CACHE", None)
     else:
         os.environ["PHRASEDET_CACHE"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_tmp_removed_when_asked(tmp_path_factory):
+    """With ``PHRASEDET_REMOVE_SESSION_TMP`` set (``tools/mutation.py`` sets it), the session's
+    temporary folder is removed when the session ends. mutmut runs each mutant as a pytest session
+    in a forked process that leaves by ``os._exit``, where pytest's own clean-up of old sessions'
+    folders (at interpreter exit) never runs; the checkpoint tests write 0.9 GB per session."""
+    yield
+    if os.environ.get("PHRASEDET_REMOVE_SESSION_TMP"):
+        shutil.rmtree(tmp_path_factory.getbasetemp(), ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@ the scopes' files. (Running mutmut itself is `make mutation`, not a test.)"""
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -142,7 +144,22 @@ def test_setup_cfg_lists_the_scope(tmp_path):
     assert text.startswith("[mutmut]\nsource_paths=phrasedet/\n")
     for path in scope.modules + scope.tests:
         assert f"\n    {path}\n" in text
-    assert "\n    -o\n    tmp_path_retention_policy=none\n" in text  # no temporary folder left per mutant
+    assert "\n    -p\n    no:cacheprovider\n" in text
+
+
+@pytest.mark.parametrize("remove", [False, True])
+def test_a_session_removes_its_temporary_folder_when_the_mutation_tool_asks(tmp_path, remove):
+    """Under mutmut no pytest session reaches the interpreter exit where pytest clears old
+    sessions' folders: with REMOVE_SESSION_TMP set, each session removes its own."""
+    basetemp = tmp_path / "basetemp"
+    env = {k: v for k, v in os.environ.items() if k != mutation.REMOVE_SESSION_TMP}
+    if remove:
+        env[mutation.REMOVE_SESSION_TMP] = "1"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           f"--basetemp={basetemp}", "tests/test_paths.py::test_absolute_and_home_paths_are_kept"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert basetemp.exists() is not remove
 
 
 def test_not_killed_names_every_mutant_whose_last_result_is_not_a_kill(tmp_path):

@@ -146,11 +146,12 @@ SCOPES = {
 # Statements that only log: never mutated (mutmut's do_not_mutate_patterns, matched per line).
 DO_NOT_MUTATE = [r"^\s*logger\.(debug|info|warning|error|exception)\(", r"^\s*log_every_n"]
 CAUGHT = {"killed", "timeout", "segfault"}
-# Every mutant is a pytest session of its own in a process that mutmut forks from one that stays
-# alive, so pytest never removes an old session's temporary folder (it keeps those whose lock
-# belongs to a live process): with the checkpoint tests' 0.9 GB of weight files per session, a
-# scope filled a 250 GB disk in two hours. Each session removes its own folders instead.
-KEEP_NO_TMP = ["-o", "tmp_path_retention_policy=none"]
+# Every mutant is a pytest session of its own in a process that mutmut forks and that leaves by
+# os._exit: pytest removes old sessions' temporary folders only at interpreter exit (atexit), so
+# with the checkpoint tests' 0.9 GB of weight files per session a scope filled a 250 GB disk in two
+# hours (pytest's tmp_path_retention_policy=none is applied at that same exit, and did not help).
+# With this variable set, tests/conftest.py removes each session's folder when the session ends.
+REMOVE_SESSION_TMP = "PHRASEDET_REMOVE_SESSION_TMP"
 
 
 def status_of(exit_code):
@@ -284,7 +285,7 @@ def write_setup_cfg(scope, workdir):
             "source_paths=phrasedet/\n"
             f"only_mutate={block(scope.modules)}\n"
             f"pytest_add_cli_args_test_selection={block(scope.tests)}\n"
-            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *KEEP_NO_TMP, *deselect])}\n"
+            f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *deselect])}\n"
             f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
             "also_copy=\n    configs/\n    tools/\n    pytest.ini\n"
             "process_isolation=forkserver\n")
@@ -307,8 +308,9 @@ def prepare_workdir(name, scope, root, fresh):
 
 def _mutmut(workdir, *args):
     """Run ``mutmut *args`` in ``workdir``; returns its output. One thread per test process: the
-    mutants run ``--jobs`` at a time."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
+    mutants run ``--jobs`` at a time; each test session removes its temporary folder when it ends
+    (``REMOVE_SESSION_TMP``)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": "", REMOVE_SESSION_TMP: "1"}
     cmd = [sys.executable, "-m", "mutmut", *args]
     proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
     if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
