@@ -142,3 +142,6 @@ def test_records_carry_a_comparison_to_a_new_machine(tmp_path):
     os.rename(output, tmp_path / "third machine")
     out = _tool("compare_retrieval.py", output, "--resume", *rec, "--models", "vse0", "vse0_ft")
     assert "vse0:" not in out and "vse0_ft:" not in out and "| vse0_ft |" in out
+    text = _summary(output)["word_vectors"]
+    assert f"word vectors: word2vec trained here (fingerprint {text})" in out
+    assert json.loads((records / "cnn" / "seed0" / "vse0_ft" / "record.json").read_text())["word_vectors"] == text

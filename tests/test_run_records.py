@@ -71,6 +71,22 @@ def test_resume_restores_a_record_on_the_same_representation_only(tmp_path):
     assert not (out / "model_best.pth").exists() and json.loads((out / "wall_time.json").read_text()) == {"minutes": 12.5}
 
 
+def test_resume_restores_a_record_made_with_the_same_word_vectors_only(tmp_path, caplog):
+    """word2vec trained on another CPU differs in its last bits: a record names the vectors' fingerprint."""
+    out = tmp_path / "output" / "seed0" / "two_branch"
+    _run(str(out), rsum=457.9)
+    RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "cnn", ROOT, word_vectors="w2v-a").save(str(out))
+    record = json.loads((tmp_path / "results" / "seed0" / "two_branch" / RECORD_FILE).read_text())
+    assert record["representation"] == "cnn" and record["word_vectors"] == "w2v-a"
+    os.rename(tmp_path / "output", tmp_path / "gone")
+    other = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "cnn", ROOT, word_vectors="w2v-b")
+    with caplog.at_level("WARNING", logger="phrasedet.engine"):
+        assert not other.restore(str(out)) and not out.exists()
+    assert "recorded with other word vectors (w2v-a, now w2v-b): trained again" in caplog.text
+    assert RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "cnn", ROOT, word_vectors="w2v-a").restore(str(out))
+    assert json.loads((out / "results.json").read_text()) == {"results": {"retrieval": {"rsum": 457.9}}}
+
+
 def test_a_finished_run_is_never_overwritten_by_its_record(tmp_path):
     out = tmp_path / "output" / "seed0" / "vse0"
     _run(str(out), rsum=300.0)

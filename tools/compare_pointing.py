@@ -2,8 +2,8 @@
 """Paper 004's claims on the built-in dataset, in one command:
 
     python tools/compare_pointing.py [--output-root output/pointing_compare] [--seeds 0 1 2]
-        [--representations cnn oracle] [--backbone-weights PATH | none] [--budget 3000] [--val-period 100]
-        [--models dsve_loc dsve_loc_gap dsve_loc_sum dsve_loc_warmup] [--resume] [KEY VALUE ...]
+        [--representations cnn oracle] [--backbone-weights PATH | none] [--word-vectors PATH] [--budget 3000]
+        [--val-period 100] [--models dsve_loc dsve_loc_gap dsve_loc_sum dsve_loc_warmup] [--resume] [KEY VALUE ...]
 
 DSVE-loc (``configs/pointing/dsve_loc.yaml``), its two ablations (average pooling instead of
 WELDON, the sum over negatives instead of the hardest) and a reference row (the hardest negatives
@@ -32,7 +32,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
-                                         oracle_features, pretrained_cnn, representation_records, selection_opts)
+                                         oracle_features, pretrained_cnn, representation_records, selection_opts,
+                                         add_word_vectors_argument, run_opts, word_vectors_digest)
 from phrasedet.engine.pointing_claims import claim_verdicts, format_claims, format_table, split_results  # noqa: E402
 from phrasedet.engine.runs import run_tool, train_run  # noqa: E402
 
@@ -67,9 +68,14 @@ def main(argv=None):
     p.add_argument("--resume", action="store_true")
     p.add_argument("--record-root", default="", help="keep each finished run's record here and restore from it "
                    "(phrasedet/engine/run_records.py; the project's: results/pointing_compare)")
+    add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
-    start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget, "representations": {}}
+    args.opts = run_opts(args)
+    text = word_vectors_digest(_config("dsve_loc"), args.opts)
+    print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
+    start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget, "word_vectors": text,
+                                           "representations": {}}
     protocol = hit_rule(args.models[0], args.opts)
     for rep in args.representations:
         root, weights = os.path.join(args.output_root, rep), ""
@@ -80,7 +86,8 @@ def main(argv=None):
             print(f"image CNN: {weights or 'random initialization'}", flush=True)
             maps = cnn_maps(root, weights, args.resume, args.opts)
         on_maps = ["MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", maps]
-        records = representation_records(root, args.record_root, rep, weights, os.path.join(maps, f"{SPLITS[0]}.npy"))
+        records = representation_records(root, args.record_root, rep, weights, os.path.join(maps, f"{SPLITS[0]}.npy"),
+                                         word_vectors=text)
         runs, minutes, curves = {m: [] for m in args.models}, {m: [] for m in args.models}, {m: [] for m in args.models}
         for seed in args.seeds:
             print(f"{rep}, seed {seed}", flush=True)

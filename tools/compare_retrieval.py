@@ -2,7 +2,7 @@
 """Papers 002, 000 and 001's retrieval claims on the built-in dataset, in one command:
 
     python tools/compare_retrieval.py [--output-root output/retrieval_compare] [--seeds 0 1 2]
-        [--representations cnn oracle] [--backbone-weights PATH | none] [--budget 3000]
+        [--representations cnn oracle] [--backbone-weights PATH | none] [--word-vectors PATH] [--budget 3000]
         [--finetune-budget 600] [--val-period 100] [--resume] [--models vse0 vsepp ...] [KEY VALUE ...]
 
 Every model of ``configs/retrieval/`` is trained for each seed on each image representation, then
@@ -48,6 +48,7 @@ sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
                                          oracle_features, pretrained_cnn, representation_records, selection_opts,
+                                         add_word_vectors_argument, run_opts, word_vectors_digest,
                                          selected_weights)
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
 from phrasedet.engine.runs import finished, run_tool, train_run  # noqa: E402
@@ -226,15 +227,20 @@ def main(argv=None):
     p.add_argument("--resume", action="store_true")
     p.add_argument("--record-root", default="", help="keep each finished run's record here and restore from it "
                    "(phrasedet/engine/run_records.py; the project's: results/retrieval_compare)")
+    add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
+    args.opts = run_opts(args)
+    text = word_vectors_digest(_config("vse0"), args.opts)
+    print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget,
-                                           "finetune_budget": args.finetune_budget, "representations": {}}
+                                           "finetune_budget": args.finetune_budget, "word_vectors": text,
+                                           "representations": {}}
     for rep in args.representations:
         root = os.path.join(args.output_root, rep)
         features, weights = representation_inputs(rep, root, args)
         records = representation_records(root, args.record_root, rep, weights,
-                                         os.path.join(features, f"{SPLITS[0]}.npy"))
+                                         os.path.join(features, f"{SPLITS[0]}.npy"), word_vectors=text)
         comparison = Comparison(rep, root, features, weights, args, records)
         runs, minutes = {}, {}
         for seed in args.seeds:

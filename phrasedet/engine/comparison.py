@@ -14,7 +14,8 @@ import os
 from .model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
-           "selection_opts", "selected_weights", "draw_curves", "dataset_flags", "representation_records"]
+           "selection_opts", "selected_weights", "draw_curves", "dataset_flags", "representation_records",
+           "add_word_vectors_argument", "run_opts", "word_vectors_digest"]
 
 REPRESENTATIONS = ("cnn", "oracle")
 #: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
@@ -49,18 +50,59 @@ def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
     return dirs
 
 
-def representation_records(root: str, record_root: str, rep: str, weights: str, features_file: str):
+def representation_records(root: str, record_root: str, rep: str, weights: str, features_file: str,
+                           word_vectors: str = ""):
     """The :class:`~phrasedet.engine.run_records.RunRecords` of one representation's runs in
     ``root``, kept under ``<record_root>/<rep>``; None without ``record_root``. They are keyed by
     the CNN's backbone (``weights``), or without a trained CNN (the oracle, a random CNN) by
-    ``features_file`` (the training split's features or maps)."""
+    ``features_file`` (the training split's features or maps), and by ``word_vectors``
+    (:func:`word_vectors_digest`)."""
     if not record_root:
         return None
     from .run_records import RunRecords, backbone_digest, file_digest
     from .runs import ROOT
 
     digest = backbone_digest(weights) if weights else file_digest(features_file)
-    return RunRecords(root, os.path.join(record_root, rep), digest, ROOT)
+    return RunRecords(root, os.path.join(record_root, rep), digest, ROOT, word_vectors=word_vectors)
+
+
+def add_word_vectors_argument(parser) -> None:
+    """``--word-vectors PATH``: the word vectors every run reads (a word2vec binary file, e.g. the
+    project's ``results/word_vectors/builtin_word2vec.bin``); default: word2vec trained on this
+    machine, whose vectors differ from another CPU's in their last bits (docs/TRAINING.md,
+    "Determinism across machines")."""
+    parser.add_argument("--word-vectors", default="", metavar="PATH",
+                        help="a word2vec binary file every run reads (the project's: "
+                             "results/word_vectors/builtin_word2vec.bin); default: word2vec trained here")
+
+
+def run_opts(args) -> list:
+    """The ``KEY VALUE`` overrides of every run of a comparison: those that make it read
+    ``--word-vectors`` (a word2vec binary file), then the user's (a leading ``--`` dropped)."""
+    text = []
+    if args.word_vectors:
+        if not os.path.isfile(args.word_vectors):
+            raise FileNotFoundError(f"--word-vectors: no file {args.word_vectors}")
+        text = ["PHRASEDET.TEXT.WORD_VECTORS", "file", "PHRASEDET.TEXT.WORD_VECTORS_PATH",
+                os.path.abspath(args.word_vectors), "PHRASEDET.TEXT.WORD_VECTORS_FORMAT", "word2vec_binary"]
+    return [*text, *(args.opts[1:] if args.opts[:1] == ["--"] else args.opts)]
+
+
+def word_vectors_digest(config: str, opts) -> str:
+    """The fingerprint (:func:`~phrasedet.text.word_vectors.keyed_vectors_fingerprint`) of the word
+    vectors the runs of ``config`` with ``opts`` read: loaded from a file, or trained (once, then
+    cached) on this machine."""
+    from detectron2.config import get_cfg
+
+    from phrasedet.config import add_phrasedet_config
+    from phrasedet.text.build import build_word_vectors
+    from phrasedet.text.word_vectors import keyed_vectors_fingerprint
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(config)
+    cfg.merge_from_list([str(o) for o in opts])
+    return keyed_vectors_fingerprint(build_word_vectors(cfg))
 
 
 def dataset_flags(names) -> list:

@@ -9,11 +9,15 @@ cut to its evaluation records (the validation curve; the training-loss lines are
 commit), machine and image representation made it::
 
     {"commit": "<git HEAD>", "dirty": false, "machine": "<CPU>, 1 threads",
-     "representation": "<sha256 of the CNN's backbone tensors, or of the oracle's features>", ...}
+     "representation": "<sha256 of the CNN's backbone tensors, or of the oracle's features>",
+     "word_vectors": "<fingerprint of the word vectors the run read>", ...}
 
 The weights are not kept. ``--resume`` restores a run from its record when the output folder does
-not hold it and the record was made on the same image representation (the same digest); a record
-of another representation is ignored, and the run trains again. The CNN is keyed by its weights,
+not hold it and the record was made on the same image representation (the same digest) with the
+same word vectors; a record of another representation or other word vectors is ignored, and the
+run trains again. Word vectors are keyed by their values: word2vec trained on another CPU differs
+in its last bits (OpenBLAS picks other kernels), which is why the project's commands read the
+vectors kept in ``results/word_vectors/``. The CNN is keyed by its weights,
 not by the features computed from them: another machine's kernels change the features' last bits
 (docs/TRAINING.md, "Determinism across machines") but not the CNN, which the project keeps in
 ``results/builtin_cnn/`` (:func:`save_backbone`) so that every machine starts from it. A run that needs a recorded run's
@@ -117,11 +121,14 @@ class RunRecords:
         representation: the digest of the image representation the runs train on: the CNN's
             (:func:`backbone_digest`), or the oracle's features file's (:func:`file_digest`).
         code_root: the git checkout whose commit each record names.
+        word_vectors: the fingerprint of the word vectors the runs read
+            (:func:`phrasedet.engine.comparison.word_vectors_digest`).
     """
 
-    def __init__(self, output_root: str, record_root: str, representation: str, code_root: str):
+    def __init__(self, output_root: str, record_root: str, representation: str, code_root: str,
+                 word_vectors: str = ""):
         self.output_root, self.record_root = os.path.abspath(output_root), os.path.abspath(record_root)
-        self.representation, self.code_root = representation, code_root
+        self.representation, self.code_root, self.word_vectors = representation, code_root, word_vectors
 
     def path(self, out: str) -> str:
         """The record folder of the run in ``out`` (a folder under ``output_root``)."""
@@ -150,7 +157,8 @@ class RunRecords:
                 else:
                     shutil.copyfile(src, target)
         with open(os.path.join(dest, RECORD_FILE), "w", encoding="utf-8") as f:
-            json.dump({**_git_state(self.code_root), "machine": _machine(), "representation": self.representation, **meta}, f, indent=1)
+            json.dump({**_git_state(self.code_root), "machine": _machine(), "representation": self.representation,
+                       "word_vectors": self.word_vectors, **meta}, f, indent=1)
         return dest
 
     def read(self, out: str) -> Optional[dict]:
@@ -162,13 +170,17 @@ class RunRecords:
 
     def restore(self, out: str) -> bool:
         """Copy the record of ``out`` into it when it holds no finished run and the record was made
-        on this representation. Returns whether the run is restored."""
+        on this representation with these word vectors. Returns whether the run is restored."""
         record = self.read(out)
         if record is None or os.path.isfile(os.path.join(out, "results.json")):
             return False
         if record.get("representation") != self.representation:
             logger.warning("%s: recorded on another image representation (%s, now %s): trained again", self.path(out),
                            str(record.get("representation"))[:12], self.representation[:12])
+            return False
+        if record.get("word_vectors", "") != self.word_vectors:
+            logger.warning("%s: recorded with other word vectors (%s, now %s): trained again", self.path(out),
+                           str(record.get("word_vectors", ""))[:12] or "none named", self.word_vectors[:12])
             return False
         shutil.copytree(self.path(out), out, dirs_exist_ok=True)
         return True
