@@ -77,8 +77,8 @@ def test_model_zoo_r101_c4_loads_backbone_rpn_and_res5_head(files, tmp_path, cap
     assert f"backbone: loaded from {path} ({n_backbone} tensors)" in lines
     assert f"proposal_generator: loaded from {path} (6 tensors)" in lines
     assert f"roi_heads.region_features: loaded from {path} (50 tensors)" in lines
-    assert "roi_heads.classifier: newly initialized (3 tensors)" in lines
-    assert "roi_heads.box_regressor: newly initialized (8 tensors)" in lines  # num_batches_tracked not counted
+    assert "roi_heads.classifier: not in the file, kept as built (3 tensors)" in lines
+    assert "roi_heads.box_regressor: not in the file, kept as built (8 tensors)" in lines  # num_batches_tracked not counted
     assert f"{path}: 4 tensors not used by this model (e.g. roi_heads.box_predictor.bbox_pred.bias, " \
            "roi_heads.box_predictor.bbox_pred.weight, roi_heads.box_predictor.cls_score.bias)" in lines
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("phrasedet")]
@@ -171,7 +171,7 @@ def test_imagenet_pkl_reaches_backbone_and_res5_head_of_a_c4_detector(files, tmp
     lines = _load(cfg, model, path, caplog)
     _assert_loaded(model, source, "backbone.", "")
     _assert_loaded(model, source, "roi_heads.region_features.head.", "res5.")
-    assert "proposal_generator: newly initialized (6 tensors)" in lines
+    assert "proposal_generator: not in the file, kept as built (6 tensors)" in lines
     assert f"roi_heads.region_features: loaded from {path} (50 tensors)" in lines
 
 
@@ -545,7 +545,7 @@ def test_tensors_outside_every_part_get_one_line(caplog):
     with caplog.at_level(logging.INFO, logger="phrasedet.modeling.checkpoint"):
         report.log()
     assert [r.getMessage() for r in caplog.records] == [
-        "p: loaded from w.pth (1 tensors)", "q: newly initialized (1 tensors)",
+        "p: loaded from w.pth (1 tensors)", "q: not in the file, kept as built (1 tensors)",
         "other tensors: 2 of 5 loaded from w.pth (x, pq.b, y)"]
 
 
@@ -697,3 +697,45 @@ def test_a_tensor_of_another_shape_is_not_loaded_and_said_so(tmp_path, caplog):
                                 "not in this file (or have other shapes), e.g. backbone.weight: set MODEL.WEIGHTS to a "
                                 "checkpoint that has them, or remove 'backbone' from PHRASEDET.WEIGHTS.PRETRAINED_PARTS to "
                                 "train it from scratch")
+
+
+def test_a_model_trained_on_features_continues_on_pixels_with_the_features_it_was_trained_on(tmp_path, caplog,
+                                                                                             builtin_root):
+    """vse0_ft's start: the frozen model's checkpoint holds no backbone; the backbone comes from
+    MODEL.RETRIEVAL.BACKBONE_WEIGHTS, its frozen stages as FrozenBatchNorm. Loading the checkpoint
+    must leave their running statistics alone (Detectron2's FrozenBatchNorm2d sets absent ones to
+    mean 0, variance 1: the pooled features then came out some 10^5 times too large and the
+    frozen VSE0 model, 518.5 rsum on its features, scored chance on pixels)."""
+    from phrasedet.modeling.checkpoint.detection_checkpoint import kept_statistics
+
+    extractor_cfg = phrasedet_config("retrieval/vsepp.yaml", tmp_path, CAPTIONS + ["MODEL.WEIGHTS", ""])
+    torch.manual_seed(5)
+    extractor = build_model(extractor_cfg)
+    backbone = extractor.image_encoder.backbone
+    for name, buf in backbone.named_buffers():  # statistics of a trained CNN: far from mean 0, variance 1
+        if name.endswith("running_mean"):
+            buf.uniform_(-2, 2)
+        elif name.endswith("running_var"):
+            buf.uniform_(50, 500)
+    cnn = tmp_path / "backbone.pth"
+    torch.save({"model": {f"backbone.{k}": v for k, v in backbone.state_dict().items()}}, cnn)
+    head = tmp_path / "vse0_features.pth"  # a model trained on the CNN's features: no backbone tensors
+    torch.save({"model": {k: v for k, v in extractor.state_dict().items() if not k.startswith("image_encoder.backbone.")}},
+               head)
+    x = torch.randn(2, 3, 96, 96) * 50
+    with torch.no_grad():
+        features = extractor.eval().image_encoder.pooled(x)  # what extract_image_features.py writes
+
+    cfg = phrasedet_config("retrieval/vse0_ft.yaml", tmp_path,
+                           CAPTIONS + ["MODEL.WEIGHTS", "", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", str(cnn)])
+    torch.manual_seed(6)
+    model = build_model(cfg)
+    assert any(type(m).__name__ == "FrozenBatchNorm2d" for m in model.image_encoder.backbone.modules())
+    lines = _load(cfg, model, str(head), caplog)
+    assert "image_encoder.backbone: not in the file, kept as built (75 tensors)" in lines
+    with torch.no_grad():
+        torch.testing.assert_close(model.eval().image_encoder.pooled(x), features, rtol=1e-5, atol=1e-5)
+    # the helper: a layer the file holds anything of is the file's business (a Caffe2 layer's are set apart)
+    stem = "image_encoder.backbone.stem.conv1.norm"
+    state = kept_statistics(model, {f"{stem}.weight": torch.ones(64)})
+    assert f"{stem}.running_var" not in state and "image_encoder.backbone.res2.0.conv1.norm.running_var" in state

@@ -9,11 +9,15 @@ On top of Detectron2's it:
   ``roi_heads.box_head.*`` load into our region head, an ImageNet ``res5.*`` too;
 - re-initializes the RPN's output layers when the file's have another number of anchors per
   position than ``MODEL.ANCHOR_GENERATOR`` gives, with one warning line saying so;
+- keeps the running statistics of every FrozenBatchNorm layer the file holds nothing of: Detectron2's
+  ``FrozenBatchNorm2d`` sets absent statistics to mean 0, variance 1 without a word, which reset a
+  backbone initialized before the load (``MODEL.RETRIEVAL.BACKBONE_WEIGHTS`` under a model trained
+  on features) and made its pixel path compute other features than the ones it was trained on;
 - gives the BatchNorm layers loaded from a Caffe2 file (affine BatchNorm: a scale and a bias, no
   running statistics) the statistics that make them that affine map (mean 0, variance 1 - eps),
   with one line saying so, so that such a file initializes its parts wholly;
-- logs one line per model part after loading (loaded from the file, newly initialized, partly
-  loaded; :mod:`.load_report`), and raises :class:`.PretrainedPartError` when a part of
+- logs one line per model part after loading (loaded from the file, not in the file and kept as
+  built, partly loaded; :mod:`.load_report`), and raises :class:`.PretrainedPartError` when a part of
   ``PHRASEDET.WEIGHTS.PRETRAINED_PARTS`` is not wholly initialized by the file (the RPN's
   re-initialized outputs excepted); an empty path with such parts is an error too, and so is an
   address that cannot be downloaded (naming it, and what to do offline).
@@ -79,6 +83,22 @@ def affine_norm_statistics(model: nn.Module, state: dict, path: str) -> dict:
     return {**state, **implied}
 
 
+def kept_statistics(model: nn.Module, state: dict) -> dict:
+    """``state`` with the current running statistics of every ``FrozenBatchNorm2d`` layer of
+    ``model`` of which it holds no tensor. Loading a state without a layer's version metadata,
+    ``FrozenBatchNorm2d`` fills its absent statistics with mean 0 and variance 1: a layer the file
+    does not hold would lose the statistics it was built or initialized with."""
+    current = model.state_dict()
+    kept = {}
+    for name, module in model.named_modules():
+        if not isinstance(module, FrozenBatchNorm2d):
+            continue
+        keys = [f"{name}.{t}" for t in ("weight", "bias", "running_mean", "running_var")]
+        if not any(k in state for k in keys):
+            kept.update({k: current[k] for k in keys[2:]})
+    return {**state, **kept}
+
+
 class PhrasedetCheckpointer(DetectionCheckpointer):
     """See the module docstring.
 
@@ -137,12 +157,13 @@ class PhrasedetCheckpointer(DetectionCheckpointer):
         state, reinitialized = without_other_anchor_outputs(self._our_names(checkpoint), self.model.state_dict(), self._path)
         if checkpoint.get("__author__") == CAFFE2_AUTHOR:
             state = affine_norm_statistics(self.model, state, self._path)
-        checkpoint["model"] = state
+        in_file = set(state)
+        checkpoint["model"] = kept_statistics(self.model, state)
         incompatible = super()._load_model(checkpoint)  # drops the tensors of other shapes from ``state``
         missing = set(incompatible.missing_keys)
         tensors = counted_tensors(self.model)
-        # in the file, not just "not missing": FrozenBatchNorm fills in absent statistics without a word
-        loaded = {k for k in tensors if k in state and k not in missing}
+        # in the file, not just "not missing": the statistics kept above are not missing either
+        loaded = {k for k in tensors if k in in_file and k not in missing}
         self._report = LoadReport(self._path, model_parts(self.model), tensors, loaded, reinitialized)
         return incompatible
 

@@ -67,7 +67,7 @@ class LoadReport:
         if not new:
             return f"{part}: loaded from {self.path} ({len(keys)} tensors)"
         if len(new) == len(keys):
-            return f"{part}: newly initialized ({len(keys)} tensors)"
+            return f"{part}: not in the file, kept as built ({len(keys)} tensors)"
         return f"{part}: partly loaded ({len(keys) - len(new)} of {len(keys)}; new: {_names(new, part)})"
 
     def log(self) -> None:
