@@ -373,8 +373,9 @@ def test_of_two_file_tensors_for_one_model_tensor_the_one_under_our_name_is_kept
     value = model.state_dict()[ours]
     pairs = [(ours, torch.full_like(value, 1.0)), (alias, torch.full_like(value, 2.0))]
     state = dict(pairs if own_first else pairs[::-1])
-    renamed = rename_to_model(state, model.state_dict(), name_aliases(model))
-    assert list(renamed) == [ours] and torch.equal(renamed[ours], torch.full_like(value, 1.0))
+    after = "image_encoder.backbone.stem.conv1.norm.weight"  # a tensor after the pair is read too
+    renamed = rename_to_model({**state, after: torch.ones(64)}, model.state_dict(), name_aliases(model))
+    assert list(renamed) == [ours, after] and torch.equal(renamed[ours], torch.full_like(value, 1.0))
     path = tmp_path / "both.pth"
     torch.save({"model": {**{k: v for k, v in model.state_dict().items() if k != ours}, **state}}, path)
     PhrasedetCheckpointer.from_config(cfg, model).load(str(path))
@@ -739,3 +740,54 @@ def test_a_model_trained_on_features_continues_on_pixels_with_the_features_it_wa
     stem = "image_encoder.backbone.stem.conv1.norm"
     state = kept_statistics(model, {f"{stem}.weight": torch.ones(64)})
     assert f"{stem}.running_var" not in state and "image_encoder.backbone.res2.0.conv1.norm.running_var" in state
+
+
+def _python2_pkl(path, name, values):
+    """A ``.pkl`` as Python 2 wrote Detectron1's and the MSRA ImageNet files: ``{"blobs": {name:
+    float32 array}}`` with the keys and the array's bytes as Python 2 ``str`` (``SHORT_BINSTRING``),
+    which Python 3 reads only with ``encoding="latin1"``. Assembled from pickle opcodes."""
+    import struct
+
+    import numpy as np
+
+    def string(s):
+        b = s if isinstance(s, bytes) else s.encode("ascii")
+        return b"U" + bytes([len(b)]) + b
+
+    raw = np.asarray(values, dtype="<f4").tobytes()
+    assert len(raw) < 256 and any(b >= 0x80 for b in raw)  # not ASCII: the default encoding fails
+    dtype = (b"cnumpy\ndtype\n" + string("f4") + b"K\x00K\x01\x87R"  # dtype('f4', 0, 1)
+             + b"(K\x03" + string("<") + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb")  # its state
+    array = (b"cnumpy.core.multiarray\n_reconstruct\n" + b"cnumpy\nndarray\n" + b"K\x00\x85" + string("b") + b"\x87R"
+             + b"(K\x01" + b"K" + struct.pack("B", len(values)) + b"\x85" + dtype + b"\x89" + string(raw) + b"tb")
+    data = b"\x80\x02}" + string("blobs") + b"}" + string(name) + array + b"ss."
+    with open(path, "wb") as f:
+        f.write(data)
+    return str(path)
+
+
+def test_a_python_2_pkl_reads_its_arrays_as_detectron2_does(tmp_path):
+    """Detectron1's and the MSRA ImageNet .pkl files are Python 2 pickles: an array's bytes are a
+    Python 2 str, read as Latin-1 (Detectron2 does the same); another encoding fails on them."""
+    import pickle
+
+    from phrasedet.modeling.checkpoint.files import read_checkpoint
+
+    path = _python2_pkl(tmp_path / "R-50.pkl", "conv1_w", [-1.0, 0.5, 3.25])
+    with open(path, "rb") as f, pytest.raises(UnicodeDecodeError):
+        pickle.load(f)  # Python 3's default: ASCII
+    read = read_checkpoint(path)
+    assert (list(read["model"]), read["__author__"]) == (["conv1_w"], "Caffe2")
+    assert torch.equal(read["model"]["conv1_w"], torch.tensor([-1.0, 0.5, 3.25]))
+
+
+def test_a_pkl_with_model_but_no_author_is_read_as_blobs_as_detectron2_reads_it(tmp_path):
+    """Detectron2 takes a .pkl as its model zoo's only with both "model" and "__author__"; else as
+    Caffe2 blobs. Here that makes {"model": {...}} a file of one blob that is not an array: refused."""
+    import numpy as np
+
+    from phrasedet.modeling.checkpoint.files import read_checkpoint
+
+    path = _pkl(tmp_path / "no_author.pkl", {"model": {"a.weight": np.zeros(2, np.float32)}})
+    with pytest.raises(BadFileError, match="a checkpoint must hold a state dict"):
+        read_checkpoint(path)
