@@ -39,10 +39,17 @@ def _backbone(path) -> dict:
 
 @pytest.fixture(scope="module")
 def cnn(builtin_root, tmp_path_factory):
-    """A CNN checkpoint (random, but not the one a model would draw) standing in for ImageNet weights."""
+    """A CNN checkpoint (random, but not the one a model would draw) standing in for ImageNet weights,
+    with the running statistics of a trained CNN, far from mean 0 and variance 1 (a load that reset
+    them, as Detectron2's FrozenBatchNorm2d does to absent ones, would show)."""
     path = tmp_path_factory.mktemp("cnn") / "cnn.pth"
     torch.manual_seed(123)
     model = build_model(_cfg(path.parent))
+    for name, buf in model.image_encoder.backbone.named_buffers():
+        if name.endswith("running_mean"):
+            buf.uniform_(-2, 2)
+        elif name.endswith("running_var"):
+            buf.uniform_(50, 500)
     torch.save({"model": {f"backbone.{k}": v for k, v in model.image_encoder.backbone.state_dict().items()}}, path)
     return str(path)
 

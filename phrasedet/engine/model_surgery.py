@@ -5,7 +5,7 @@ import logging
 from torch import nn
 
 from phrasedet.fileio import BadFileError
-from phrasedet.modeling.checkpoint import load_checkpoint_state
+from phrasedet.modeling.checkpoint import kept_statistics, load_checkpoint_state
 
 __all__ = ["freeze_all_but", "load_weights"]
 
@@ -21,8 +21,8 @@ def load_weights(model: nn.Module, path: str, drop=(), may_miss=()) -> None:
     """
     state = load_checkpoint_state(path)
     state = {k: v for k, v in state.items() if not k.startswith(tuple(drop))}
-    try:
-        result = model.load_state_dict(state, strict=False)
+    try:  # a FrozenBatchNorm layer the file lacks (a backbone from BACKBONE_WEIGHTS) keeps its statistics
+        result = model.load_state_dict(kept_statistics(model, state), strict=False)
     except RuntimeError as e:  # a tensor of another shape
         raise BadFileError(f"{path} does not fit the model: {e}") from None
     missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss))]
