@@ -17,7 +17,7 @@ import pickle
 
 import torch
 
-__all__ = ["CONFIG_DIR", "phrasedet_config", "random_state", "write_imagenet_pkl", "write_model_zoo_checkpoint",
+__all__ = ["CONFIG_DIR", "phrasedet_config", "random_state", "give_trained_statistics", "write_imagenet_pkl", "write_model_zoo_checkpoint",
            "write_torchvision_resnet"]
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), "..", "configs")
@@ -36,6 +36,17 @@ def random_state(state: dict, seed: int = 0) -> dict:
         else:
             out[k] = torch.randn(v.shape, generator=g) * 0.1
     return out
+
+
+def give_trained_statistics(module: torch.nn.Module) -> None:
+    """Set every BatchNorm running statistic of ``module`` in place to values a trained CNN has, far
+    from mean 0 and variance 1, so that a load that reset them (as Detectron2's FrozenBatchNorm2d
+    does to absent ones) would show."""
+    for name, buf in module.named_buffers():
+        if name.endswith("running_mean"):
+            buf.uniform_(-2, 2)
+        elif name.endswith("running_var"):
+            buf.uniform_(50, 500)
 
 
 def _write_pkl(path, state: dict, **extra) -> None:

@@ -12,6 +12,7 @@ from detectron2.modeling import build_model
 from phrasedet.config import add_phrasedet_config
 from phrasedet.engine.feature_extraction import extract_image_features
 from phrasedet.engine.retrieval_stages import retrieval_stages, run_retrieval_stages
+from tests.checkpoint_fixtures import give_trained_statistics
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = ["SOLVER.IMS_PER_BATCH", 8, "SOLVER.MAX_ITER", 3, "SOLVER.STEPS", (), "SOLVER.CHECKPOINT_PERIOD", 100,
@@ -45,11 +46,7 @@ def cnn(builtin_root, tmp_path_factory):
     path = tmp_path_factory.mktemp("cnn") / "cnn.pth"
     torch.manual_seed(123)
     model = build_model(_cfg(path.parent))
-    for name, buf in model.image_encoder.backbone.named_buffers():
-        if name.endswith("running_mean"):
-            buf.uniform_(-2, 2)
-        elif name.endswith("running_var"):
-            buf.uniform_(50, 500)
+    give_trained_statistics(model.image_encoder.backbone)
     torch.save({"model": {f"backbone.{k}": v for k, v in model.image_encoder.backbone.state_dict().items()}}, path)
     return str(path)
 

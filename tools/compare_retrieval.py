@@ -48,7 +48,7 @@ sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
                                          oracle_features, pretrained_cnn, representation_records, selection_opts,
-                                         add_word_vectors_argument, run_opts, word_vectors_digest,
+                                         add_word_vectors_argument, config_of, run_opts, word_vectors_digest,
                                          selected_weights)
 from phrasedet.engine.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
 from phrasedet.engine.runs import finished, run_tool, train_run  # noqa: E402
@@ -87,14 +87,7 @@ def train(name, config, out, resume, opts, flags=(), records=None):
 def stage1_config_opts(config: str, budget: int):
     """Paper 001's stage I of ``config`` as a run of its own on a frozen representation: the
     stage's loss weight, learning rate and ``budget``, no second stage."""
-    from detectron2.config import get_cfg
-
-    from phrasedet.config import add_phrasedet_config
-
-    cfg = get_cfg()
-    add_phrasedet_config(cfg)
-    cfg.merge_from_file(_config(config))
-    s = cfg.PHRASEDET.RETRIEVAL_STAGES
+    s = config_of(_config(config)).PHRASEDET.RETRIEVAL_STAGES
     return ["PHRASEDET.RETRIEVAL_STAGES.ENABLED", False, "MODEL.RETRIEVAL.LOSS.WEIGHT", s.STAGE1_LOSS_WEIGHT,
             "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", -1, "SOLVER.BASE_LR", s.STAGE1_LR, *budget_opts(budget)]
 
@@ -272,16 +265,10 @@ def caption_specificity(opts):
     """Of how many other images in a training batch a training caption is true (a false negative
     for the losses), from the built-in scenes (phrasedet/data/synthetic/specificity.py); None when
     the training split is not the built-in one."""
-    from detectron2.config import get_cfg
-
-    from phrasedet.config import add_phrasedet_config
     from phrasedet.data.datasets.builtin import builtin_dataset_root
     from phrasedet.data.synthetic.specificity import dataset_specificity
 
-    cfg = get_cfg()
-    add_phrasedet_config(cfg)
-    cfg.merge_from_file(_config("vsepp"))
-    cfg.merge_from_list(list(opts))
+    cfg = config_of(_config("vsepp"), opts)
     if tuple(cfg.DATASETS.TRAIN) != ("builtin_flickr30k_captions_train",):
         return None
     out = dataset_specificity(builtin_dataset_root(), cfg.SOLVER.IMS_PER_BATCH, splits=["train"])["train"]

@@ -15,7 +15,7 @@ from .model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
            "selection_opts", "selected_weights", "draw_curves", "dataset_flags", "representation_records",
-           "add_word_vectors_argument", "run_opts", "word_vectors_digest"]
+           "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of"]
 
 REPRESENTATIONS = ("cnn", "oracle")
 #: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
@@ -92,17 +92,23 @@ def word_vectors_digest(config: str, opts) -> str:
     """The fingerprint (:func:`~phrasedet.text.word_vectors.keyed_vectors_fingerprint`) of the word
     vectors the runs of ``config`` with ``opts`` read: loaded from a file, or trained (once, then
     cached) on this machine."""
+    from phrasedet.text.build import build_word_vectors
+    from phrasedet.text.word_vectors import keyed_vectors_fingerprint
+
+    return keyed_vectors_fingerprint(build_word_vectors(config_of(config, opts)))
+
+
+def config_of(config: str, opts=()):
+    """The phrasedet config of the file ``config`` with the ``KEY VALUE`` overrides ``opts``."""
     from detectron2.config import get_cfg
 
     from phrasedet.config import add_phrasedet_config
-    from phrasedet.text.build import build_word_vectors
-    from phrasedet.text.word_vectors import keyed_vectors_fingerprint
 
     cfg = get_cfg()
     add_phrasedet_config(cfg)
     cfg.merge_from_file(config)
     cfg.merge_from_list([str(o) for o in opts])
-    return keyed_vectors_fingerprint(build_word_vectors(cfg))
+    return cfg
 
 
 def dataset_flags(names) -> list:

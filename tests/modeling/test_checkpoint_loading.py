@@ -16,7 +16,8 @@ from detectron2.utils.events import EventStorage
 
 from phrasedet.fileio import BadFileError
 from phrasedet.modeling.checkpoint import PhrasedetCheckpointer, PretrainedPartError, load_backbone_weights, load_checkpoint_state
-from tests.checkpoint_fixtures import (phrasedet_config, torchvision_resnet, write_imagenet_pkl, write_model_zoo_checkpoint,
+from tests.checkpoint_fixtures import (give_trained_statistics, phrasedet_config, torchvision_resnet, write_imagenet_pkl,
+                                       write_model_zoo_checkpoint,
                                        write_torchvision_resnet)
 
 C4 = "qa_rcnn_R101_flickr.yaml"
@@ -713,11 +714,7 @@ def test_a_model_trained_on_features_continues_on_pixels_with_the_features_it_wa
     torch.manual_seed(5)
     extractor = build_model(extractor_cfg)
     backbone = extractor.image_encoder.backbone
-    for name, buf in backbone.named_buffers():  # statistics of a trained CNN: far from mean 0, variance 1
-        if name.endswith("running_mean"):
-            buf.uniform_(-2, 2)
-        elif name.endswith("running_var"):
-            buf.uniform_(50, 500)
+    give_trained_statistics(backbone)
     cnn = tmp_path / "backbone.pth"
     torch.save({"model": {f"backbone.{k}": v for k, v in backbone.state_dict().items()}}, cnn)
     head = tmp_path / "vse0_features.pth"  # a model trained on the CNN's features: no backbone tensors
