@@ -735,8 +735,10 @@ def test_a_model_trained_on_features_continues_on_pixels_with_the_features_it_wa
         torch.testing.assert_close(model.eval().image_encoder.pooled(x), features, rtol=1e-5, atol=1e-5)
     # the helper: a layer the file holds anything of is the file's business (a Caffe2 layer's are set apart)
     stem = "image_encoder.backbone.stem.conv1.norm"
-    state = kept_statistics(model, {f"{stem}.weight": torch.ones(64)})
-    assert f"{stem}.running_var" not in state and "image_encoder.backbone.res2.0.conv1.norm.running_var" in state
+    for held in ("weight", "bias", "running_mean", "running_var"):  # any one of its tensors
+        state = kept_statistics(model, {f"{stem}.{held}": torch.ones(64)})
+        assert sorted(k for k in state if k.startswith(f"{stem}.")) == [f"{stem}.{held}"], held
+        assert "image_encoder.backbone.res2.0.conv1.norm.running_var" in state
 
 
 def _python2_pkl(path, name, values):
