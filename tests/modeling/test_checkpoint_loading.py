@@ -502,6 +502,17 @@ def test_an_address_query_asks_for_suffix_matching_and_any_other_query_is_refuse
         assert str(error.value) == f"{path}: unsupported query {left} in the checkpoint's address"
 
 
+def test_a_file_is_read_outside_load_as_detectron2_users_read_one(tmp_path):
+    """``DetectionCheckpointer(model)._load_file(path)`` is how Detectron2 users read a checkpoint
+    without loading it (there is no address, so no query): it returns the file as read."""
+    path = str(tmp_path / "w.pth")
+    weight = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    torch.save({"model": {"backbone.weight": weight}, "iteration": 7}, path)
+    read = PhrasedetCheckpointer(_Tiny())._load_file(path)
+    assert (sorted(read), read["iteration"], list(read["model"])) == (["iteration", "model"], 7, ["backbone.weight"])
+    assert torch.equal(read["model"]["backbone.weight"], weight)
+
+
 def test_a_missing_local_file_is_named_and_an_empty_path_loads_nothing(tmp_path):
     model = _Tiny()
     before = {k: v.clone() for k, v in model.state_dict().items()}
