@@ -513,6 +513,23 @@ def test_a_file_is_read_outside_load_as_detectron2_users_read_one(tmp_path):
     assert torch.equal(read["model"]["backbone.weight"], weight)
 
 
+def test_the_checkpointables_argument_reaches_detectron2_by_keyword_or_position(tmp_path):
+    """``resume_or_load(path, resume=False)`` loads with ``checkpointables=[]``: the model only,
+    the file's other states (an optimizer's) returned, not loaded; by default (None) they load."""
+    path = str(tmp_path / "w.pth")
+    extra_state = {"weight": torch.full((1, 1), 3.0), "bias": torch.full((1,), 4.0)}
+    torch.save({"model": _Tiny().state_dict(), "extra": extra_state}, path)
+    for args, kwargs in (((), {"checkpointables": []}), (([],), {})):
+        extra = torch.nn.Linear(1, 1)
+        before = {k: v.clone() for k, v in extra.state_dict().items()}
+        left = PhrasedetCheckpointer(_Tiny(), extra=extra).load(path, *args, **kwargs)
+        assert sorted(left) == ["extra"] and torch.equal(left["extra"]["weight"], extra_state["weight"]), (args, kwargs)
+        assert all(torch.equal(extra.state_dict()[k], v) for k, v in before.items()), (args, kwargs)
+    extra = torch.nn.Linear(1, 1)
+    assert PhrasedetCheckpointer(_Tiny(), extra=extra).load(path) == {}
+    assert (extra.weight.item(), extra.bias.item()) == (3.0, 4.0)
+
+
 def test_a_missing_local_file_is_named_and_an_empty_path_loads_nothing(tmp_path):
     model = _Tiny()
     before = {k: v.clone() for k, v in model.state_dict().items()}
