@@ -530,6 +530,22 @@ def test_the_checkpointables_argument_reaches_detectron2_by_keyword_or_position(
     assert (extra.weight.item(), extra.bias.item()) == (3.0, 4.0)
 
 
+def test_a_checkpointer_saves_only_into_its_folder_and_only_when_asked_to(tmp_path, monkeypatch):
+    """As Detectron2's: without a folder (the default) or with ``save_to_disk=False`` (a process
+    other than the main one) ``save`` writes nothing; with a folder it writes there."""
+    from detectron2.config import CfgNode
+
+    monkeypatch.chdir(tmp_path)
+    cfg = CfgNode({"PHRASEDET": {"WEIGHTS": {"PRETRAINED_PARTS": []}}})
+    PhrasedetCheckpointer(_Tiny()).save("model_a")
+    PhrasedetCheckpointer.from_config(cfg, _Tiny()).save("model_b")
+    (tmp_path / "run").mkdir()
+    PhrasedetCheckpointer(_Tiny(), str(tmp_path / "run"), save_to_disk=False).save("model_c")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["run"]
+    PhrasedetCheckpointer.from_config(cfg, _Tiny(), str(tmp_path / "run")).save("model_d")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["last_checkpoint", "model_d.pth"]
+
+
 def test_a_missing_local_file_is_named_and_an_empty_path_loads_nothing(tmp_path):
     model = _Tiny()
     before = {k: v.clone() for k, v in model.state_dict().items()}
