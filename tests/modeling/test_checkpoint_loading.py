@@ -678,9 +678,13 @@ def test_pth_refusals_name_the_file_and_a_gpu_checkpoint_reads_on_the_cpu(tmp_pa
         read_checkpoint(path)
     assert str(error.value) == f"{path}: a checkpoint must hold a state dict {{name: tensor}} (or one under 'model'), got dict"
     torch.save({"model": {"a": torch.zeros(1)}, "config": _Downloads("x")}, path)  # an object: no code may run
-    with pytest.raises(BadFileError, match=re.escape(f"{path}: not a readable checkpoint (UnpicklingError: Weights only load "
-                                                     "failed")):
-        read_checkpoint(path)
+    for unsafe_default in (None, "1"):  # even where the user turned torch.load's safe default off
+        with monkeypatch.context() as env:
+            if unsafe_default:
+                env.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", unsafe_default)
+            with pytest.raises(BadFileError, match=re.escape(f"{path}: not a readable checkpoint (UnpicklingError: Weights "
+                                                             "only load failed")):
+                read_checkpoint(path)
     # saved on a GPU (the tensors' storage location is cuda:0), read where there is none or where it is busy
     buffer = io.BytesIO()
     torch.save({"model": {"a.weight": torch.arange(3.0)}, "iteration": 7}, buffer)
