@@ -456,6 +456,16 @@ def test_a_backbone_that_does_not_fit_is_named_and_batchnorm_counters_may_be_abs
     assert with_bn[1].running_mean.item() == 0.5 and with_bn[0].weight.item() == 0.5
 
 
+def _snapshot(module) -> dict:
+    """A copy of ``module``'s state, for :func:`_unchanged`."""
+    return {k: v.clone() for k, v in module.state_dict().items()}
+
+
+def _unchanged(module, snapshot: dict) -> bool:
+    """Whether every tensor of ``module`` still equals its :func:`_snapshot`."""
+    return all(torch.equal(module.state_dict()[k], v) for k, v in snapshot.items())
+
+
 class _Tiny(torch.nn.Module):
     """A model of one part, ``backbone`` (two tensors)."""
 
@@ -489,11 +499,11 @@ def test_an_address_query_asks_for_suffix_matching_and_any_other_query_is_refuse
     assert checkpointer.path_manager.asked == ["https://example.org/w.pth"]
     assert torch.equal(model.backbone.weight, weight) and torch.equal(model.backbone.bias, bias)
     model = _Tiny()  # without the query the names are not matched: nothing loads
-    before = {k: v.clone() for k, v in model.state_dict().items()}
+    before = _snapshot(model)
     checkpointer = PhrasedetCheckpointer(model)
     checkpointer.path_manager = _Downloads(path)
     checkpointer.load("https://example.org/w.pth")
-    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    assert _unchanged(model, before)
     for query, left in (("x=1", "{'x': ['1']}"), ("matching_heuristics=True&x=1&y=2", "{'x': ['1'], 'y': ['2']}")):
         checkpointer = PhrasedetCheckpointer(_Tiny())
         checkpointer.path_manager = _Downloads(path)
@@ -521,10 +531,10 @@ def test_the_checkpointables_argument_reaches_detectron2_by_keyword_or_position(
     torch.save({"model": _Tiny().state_dict(), "extra": extra_state}, path)
     for args, kwargs in (((), {"checkpointables": []}), (([],), {})):
         extra = torch.nn.Linear(1, 1)
-        before = {k: v.clone() for k, v in extra.state_dict().items()}
+        before = _snapshot(extra)
         left = PhrasedetCheckpointer(_Tiny(), extra=extra).load(path, *args, **kwargs)
         assert sorted(left) == ["extra"] and torch.equal(left["extra"]["weight"], extra_state["weight"]), (args, kwargs)
-        assert all(torch.equal(extra.state_dict()[k], v) for k, v in before.items()), (args, kwargs)
+        assert _unchanged(extra, before), (args, kwargs)
     extra = torch.nn.Linear(1, 1)
     assert PhrasedetCheckpointer(_Tiny(), extra=extra).load(path) == {}
     assert (extra.weight.item(), extra.bias.item()) == (3.0, 4.0)
@@ -548,12 +558,12 @@ def test_a_checkpointer_saves_only_into_its_folder_and_only_when_asked_to(tmp_pa
 
 def test_a_missing_local_file_is_named_and_an_empty_path_loads_nothing(tmp_path):
     model = _Tiny()
-    before = {k: v.clone() for k, v in model.state_dict().items()}
+    before = _snapshot(model)
     with pytest.raises(FileNotFoundError) as error:
         PhrasedetCheckpointer(model).load(str(tmp_path / "none.pth"))
     assert str(error.value) == f"checkpoint {str(tmp_path / 'none.pth')!r} does not exist"
     assert PhrasedetCheckpointer(model).load("") == {}  # no pretrained parts: the model stays as built
-    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    assert _unchanged(model, before)
     with pytest.raises(ValueError) as error:
         PhrasedetCheckpointer(model, pretrained_parts=["backbone"]).load("")
     assert str(error.value) == ("MODEL.WEIGHTS is empty but PHRASEDET.WEIGHTS.PRETRAINED_PARTS is ['backbone']: set "
