@@ -87,12 +87,15 @@ def test_per_phrase_leaves_out_phrases_without_test_instances():
      torch.zeros(2, 2, 4, dtype=torch.float64, requires_grad=True), np.float32, (2, 2)),
     (np.array([0.5, 1.0]), np.zeros((2, 4)), np.float32, (2, 1)),  # one detection per phrase: [P] -> [P, 1]
     ([0.5, 1.0], [[0, 0, 1, 1], [0, 0, 2, 2]], np.float64, (2, 1)),
+    # a mixed-precision detector's output: NumPy has no bfloat16, the values are exact in both dtypes
+    (torch.tensor([[0.5, 0.25]], dtype=torch.bfloat16), torch.ones(1, 2, 4, dtype=torch.bfloat16), np.float32, (1, 2)),
+    (torch.tensor([[0.5, 0.25]], dtype=torch.bfloat16), torch.ones(1, 2, 4, dtype=torch.bfloat16), np.float64, (1, 2)),
 ])
 def test_detection_arrays_are_numpy_of_the_requested_dtype(scores, boxes, dtype, shape):
     s, b = detection_arrays(scores, boxes, dtype) if dtype is np.float64 else detection_arrays(scores, boxes)
     assert (type(s), s.dtype, s.shape, type(b), b.dtype, b.shape) == (np.ndarray, dtype, shape, np.ndarray, dtype,
                                                                       shape + (4,))
-    assert s.ravel().tolist()[:2] == [0.5, 0.25 if shape == (2, 2) else 1.0]
+    assert s.ravel().tolist()[:2] == [0.5, 0.25 if shape[1] == 2 else 1.0]
 
 
 def test_localization_accuracy_uses_the_top_scored_detection():

@@ -22,8 +22,9 @@ __all__ = ["PhraseColumns", "PhraseDetections", "check_detections", "detection_a
 
 def detection_arrays(scores, boxes, dtype=np.float32) -> tuple:
     """A phrase detector's output ``scores`` [P, K] (or [P]) and ``boxes`` [P, K, 4] (tensors or
-    arrays) -> numpy ``(scores [P, K], boxes [P, K, 4])`` of ``dtype``, on the CPU."""
-    scores, boxes = (np.asarray(x.detach().cpu().numpy() if hasattr(x, "detach") else x, dtype=dtype)
+    arrays) -> numpy ``(scores [P, K], boxes [P, K, 4])`` of ``dtype``, on the CPU. A tensor goes
+    through float64 first: NumPy has no bfloat16 (a mixed-precision detector's output)."""
+    scores, boxes = (np.asarray(x.detach().cpu().double().numpy() if hasattr(x, "detach") else x, dtype=dtype)
                      for x in (scores, boxes))
     if scores.ndim == 1:
         scores = scores[:, None]
