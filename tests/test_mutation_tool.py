@@ -99,10 +99,13 @@ def test_score_counts_caught_survived_and_equivalent_by_hand():
     equivalents = {(module, "f", "return x >= 0.5", "return x > 0.5"): "why"}
     score, left = mutation.score_module(module, codes, lambda name: diffs[int(name.rsplit("_", 1)[1])], equivalents)
     assert (score.mutants, score.killed, score.survived, score.equivalent, score.not_checked) == (7, 3, 2, 1, 1)
+    assert score.timed_out == 1  # one of the three kills, shown apart
     assert score.score == pytest.approx(100 * 3 / 6)  # killed / (mutants - equivalent)
     assert [(name.rsplit("_", 1)[1], status) for name, status, *_ in left] == [("3", "survived"), ("6", "no tests")]
     text = mutation.format_scores([("s", score)], 90)
     assert "50.0%" in text and "1 NOT CHECKED" in text
+    assert text.splitlines()[0].split() == ["module", "mutants", "killed", "timeout", "survived", "equiv.", "score"]
+    assert text.splitlines()[2].split()[:7] == ["phrasedet/m.py", "7", "3", "1", "2", "1", "50.0%"]
 
 
 def test_score_of_a_module_with_every_mutant_equivalent_is_100_and_of_nothing_killed_0():
@@ -145,6 +148,8 @@ def test_setup_cfg_lists_the_scope(tmp_path):
     for path in scope.modules + scope.tests:
         assert f"\n    {path}\n" in text
     assert "\n    -p\n    no:cacheprovider\n" in text
+    # a session stopped after (t + 10) * 15 s, not mutmut's (t + 1) * 15 (TIMEOUT_CONSTANT_S)
+    assert text.endswith("\nprocess_isolation=forkserver\ntimeout_constant=10\n")
 
 
 @pytest.mark.parametrize("remove", [False, True])

@@ -152,6 +152,14 @@ CAUGHT = {"killed", "timeout", "segfault"}
 # hours (pytest's tmp_path_retention_policy=none is applied at that same exit, and did not help).
 # With this variable set, tests/conftest.py removes each session's folder when the session ends.
 REMOVE_SESSION_TMP = "PHRASEDET_REMOVE_SESSION_TMP"
+# mutmut stops a mutant's test session after (t + c) * 15 s of wall-clock time (t: the time its
+# tests took in mutmut's first pass), and reads the stop as a kill ("timeout"). With mutmut's
+# c = 1 s, a session of 0.03 s of tests had 15 s, less than a forked pytest session takes to
+# collect the scope's test files on cores shared with training jobs: on 2026-11-27, 80 of the first
+# 175 mutants of `evaluator_inputs` "timed out", every mutant of some functions, string edits
+# included. With c = 10 s a session has at least 150 s (and 300 CPU seconds); a mutant that
+# really loops costs that much, once. Timeouts are counted apart in the table (``timeout``).
+TIMEOUT_CONSTANT_S = 10
 
 
 def status_of(exit_code):
@@ -229,6 +237,7 @@ class ModuleScore:
     survived: int = 0
     equivalent: int = 0
     not_checked: int = 0
+    timed_out: int = 0  # of ``killed``: stopped by mutmut's time limit, not by a failing test
 
     @property
     def score(self):
@@ -247,6 +256,7 @@ def score_module(module, exit_code_by_mutant, diff_of, equivalents):
         score.mutants += 1
         if status in CAUGHT:
             score.killed += 1
+            score.timed_out += status == "timeout"
             continue
         if status == "not checked":  # never run (e.g. outside --mutants): nothing to compare with the list
             score.not_checked += 1
@@ -262,13 +272,13 @@ def score_module(module, exit_code_by_mutant, diff_of, equivalents):
 
 
 def format_scores(rows, target):
-    head = f"{'module':<58} {'mutants':>7} {'killed':>6} {'survived':>8} {'equiv.':>6} {'score':>7}"
+    head = f"{'module':<58} {'mutants':>7} {'killed':>6} {'timeout':>7} {'survived':>8} {'equiv.':>6} {'score':>7}"
     lines = [head, "-" * len(head)]
     for scope, s in rows:
         verdict = "ok" if s.score >= target and not s.not_checked else f"BELOW {target:g} %"
         if s.not_checked:
             verdict = f"{s.not_checked} NOT CHECKED"
-        lines.append(f"{s.module:<58} {s.mutants:>7} {s.killed:>6} {s.survived:>8} {s.equivalent:>6} {s.score:>6.1f}%  {verdict}")
+        lines.append(f"{s.module:<58} {s.mutants:>7} {s.killed:>6} {s.timed_out:>7} {s.survived:>8} {s.equivalent:>6} {s.score:>6.1f}%  {verdict}")
     return "\n".join(lines)
 
 
@@ -288,7 +298,8 @@ def write_setup_cfg(scope, workdir):
             f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *deselect])}\n"
             f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
             "also_copy=\n    configs/\n    tools/\n    pytest.ini\n"
-            "process_isolation=forkserver\n")
+            "process_isolation=forkserver\n"
+            f"timeout_constant={TIMEOUT_CONSTANT_S}\n")
     with open(os.path.join(workdir, "setup.cfg"), "w") as f:
         f.write(text)
 
