@@ -278,6 +278,21 @@ def test_saved_members_may_pass_the_zip64_limit(tmp_path, monkeypatch):
     assert load_scores(str(tmp_path / "s.npz"))["scores"].shape == (2, 4)
 
 
+def test_saved_files_hold_the_documented_dtypes_whatever_the_inputs(tmp_path):
+    """caption_to_image int64, embeddings float32 (the module docstring), from int32 / float64 /
+    float16 inputs."""
+    from phrasedet.evaluation.retrieval.files import ScoresWriter, save_embeddings
+
+    c2i = np.array([0, 0, 1, 1], np.int32)
+    save_embeddings(str(tmp_path / "e.npz"), ["a", "b"], np.ones((2, 3)), np.ones((4, 3), np.float16), c2i)
+    with ScoresWriter(str(tmp_path / "s.npz"), ["a", "b"], c2i, np.ones(4)) as writer:
+        writer.write(0, np.ones((2, 4), np.float32))
+    with np.load(str(tmp_path / "e.npz")) as e, np.load(str(tmp_path / "s.npz")) as s:
+        assert {k: e[k].dtype for k in e.files} == {"image_ids": np.dtype("<U1"), "images": np.float32,
+                                                    "captions": np.float32, "caption_to_image": np.int64}
+        assert (s["caption_to_image"].dtype, s["caption_to_image"].tolist()) == (np.int64, [0, 0, 1, 1])
+
+
 def test_assembly_errors_count_and_name_the_images():
     register_retrieval_toy()
     evaluator = RetrievalEvaluator(RETRIEVAL_TOY)
