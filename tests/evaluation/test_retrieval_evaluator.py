@@ -149,6 +149,23 @@ def test_nothing_seen_gives_no_results_and_files_go_to_an_existing_folder_only_w
         assert os.listdir(tmp_path) == [EMBEDDINGS_FILE]
 
 
+def test_logs_its_table_with_the_split_and_scorer_and_warns_when_nothing_was_seen(caplog):
+    """The log is where a training run's user reads the numbers (Detectron2 prints no dict)."""
+    from phrasedet.evaluation.retrieval.report import format_retrieval_table
+
+    register_retrieval_toy()
+    name = "phrasedet.evaluation.retrieval.evaluator"
+    with caplog.at_level(logging.INFO, logger=name):
+        results = _run(RetrievalEvaluator(RETRIEVAL_TOY, folds=(1, 2), scorer=NegativeSquaredDistance()))
+        empty = RetrievalEvaluator(RETRIEVAL_TOY)
+        empty.reset()
+        assert empty.evaluate() == {}
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == name] == [
+        (logging.INFO, f"Retrieval on {RETRIEVAL_TOY} (12 images, 18 captions, NegativeSquaredDistance), in %:\n"
+                       + format_retrieval_table(results)),
+        (logging.WARNING, "[RetrievalEvaluator] Did not receive valid predictions.")]
+
+
 def test_bad_folds_and_datasets_fail_before_inference():
     register_retrieval_toy()
     with pytest.raises(ValueError, match="12 test images do not split into 5 folds"):
