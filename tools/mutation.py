@@ -474,9 +474,11 @@ def main(argv=None):
             failed |= score.score < args.target or bool(score.not_checked)
     print(format_scores(rows, args.target))
     total = ModuleScore("all scoped modules", *(sum(getattr(s, k) for _, s in rows)
-                                                for k in ("mutants", "killed", "survived", "equivalent", "not_checked")))
+                                                for k in ("mutants", "killed", "survived", "equivalent", "not_checked",
+                                                          "timed_out")))
     print(f"{total.module}: {total.killed} of {total.mutants - total.equivalent} non-equivalent mutants killed "
-          f"({total.score:.1f} %), {total.equivalent} listed as equivalent in docs/MUTATION.md")
+          f"({total.score:.1f} %; {total.timed_out} by the time limit), {total.equivalent} listed as equivalent in "
+          "docs/MUTATION.md")
     for workdir, module, mutant, status, function, before, after in survivors:
         print(f"  {status}: {mutant}  ({module}, {function})")
         if args.survivors:
