@@ -101,8 +101,10 @@ def test_wrong_outputs_are_errors_naming_the_image():
 
     with pytest.raises(ValueError, match="image_id 'img03': 2 caption embeddings, but its record .* has 3 captions"):
         _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=one_caption_short)
-    with pytest.raises(ValueError, match="image_id 'img00': the model output has no 'image_embedding'"):
-        _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=lambda d: {"caption_embeddings": torch.zeros(2, 6)})
+    for key in ("image_embedding", "caption_embeddings"):
+        with pytest.raises(ValueError) as error:
+            _run(RetrievalEvaluator(RETRIEVAL_TOY), outputs_of=lambda d: {k: v for k, v in toy_outputs(d).items() if k != key})
+        assert str(error.value) == f"image_id 'img00': the model output has no {key!r}"
     with pytest.raises(ValueError, match=r"image_id 'img00': 'caption_embeddings' must have shape \[n_captions, 6\]"):
         _run(RetrievalEvaluator(RETRIEVAL_TOY),
              outputs_of=lambda d: {"image_embedding": torch.zeros(6), "caption_embeddings": torch.zeros(2, 5)})
@@ -164,6 +166,31 @@ def test_logs_its_table_with_the_split_and_scorer_and_warns_when_nothing_was_see
         (logging.INFO, f"Retrieval on {RETRIEVAL_TOY} (12 images, 18 captions, NegativeSquaredDistance), in %:\n"
                        + format_retrieval_table(results)),
         (logging.WARNING, "[RetrievalEvaluator] Did not receive valid predictions.")]
+
+
+def test_a_distributed_run_gathers_to_the_main_process_and_the_others_return_nothing(monkeypatch):
+    """What each process does with comm patched to a world of 2 (the real two-process run:
+    test_retrieval_distributed.py)."""
+    from detectron2.utils import comm
+
+    register_retrieval_toy()
+    dicts = DatasetCatalog.get(RETRIEVAL_TOY)
+    other = RetrievalEvaluator(RETRIEVAL_TOY)
+    other.process(dicts[6:], [toy_outputs(d) for d in dicts[6:]])
+    monkeypatch.setattr(comm, "get_world_size", lambda: 2)
+    monkeypatch.setattr(comm, "synchronize", lambda: None)
+    monkeypatch.setattr(comm, "gather", lambda data, dst=0: [data, other._seen])
+    evaluator = RetrievalEvaluator(RETRIEVAL_TOY)
+    evaluator.reset()
+    evaluator.process(dicts[:6], [toy_outputs(d) for d in dicts[:6]])
+    assert evaluator.evaluate() == evaluate_retrieval(*toy_arrays())  # the main process: both halves
+    monkeypatch.setattr(comm, "is_main_process", lambda: False)
+    assert evaluator.evaluate() == {}
+    alone = RetrievalEvaluator(RETRIEVAL_TOY, distributed=False)  # no gathering: each process its own images
+    alone.reset()
+    alone.process(dicts[:6], [toy_outputs(d) for d in dicts[:6]])
+    with pytest.raises(ValueError, match="^6 of 12 test images .* were not evaluated"):
+        alone.evaluate()
 
 
 def test_bad_folds_and_datasets_fail_before_inference():
