@@ -304,6 +304,24 @@ def test_score_files_hold_only_what_they_have_and_refuse_integer_matrices(tmp_pa
     _raises_exactly(lambda: load_embeddings(missing), f"an embeddings file {missing!r} does not exist", FileNotFoundError)
 
 
+def test_ids_are_saved_as_strings_even_when_there_are_none(tmp_path):
+    """``query_id`` / ``image_ids`` are str [Q] in every written file (an empty list would
+    otherwise be saved as float64)."""
+    writers = {"query_id": (lambda p: save_points(p, [], np.zeros((0, 2))),
+                            lambda p: save_heatmaps(p, [], np.zeros((0, 2, 2), np.float32))),
+               "image_ids": (lambda p: save_embeddings(p, [], np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, np.int64)),
+                             lambda p: ScoresWriter(p, [], np.zeros(0, np.int64), np.zeros(0)).close())}
+    for key, write_each in writers.items():
+        for n, write in enumerate(write_each):
+            path = str(tmp_path / f"{key}{n}.npz")
+            write(path)
+            with np.load(path) as npz:
+                assert (npz[key].dtype.kind, npz[key].shape) == ("U", (0,)), (key, n)
+    save_points(str(tmp_path / "p.npz"), [7, "8"], np.ones((2, 2)))
+    with np.load(str(tmp_path / "p.npz")) as npz:
+        assert npz["query_id"].tolist() == ["7", "8"]
+
+
 def test_scores_writer_after_close_and_with_an_empty_block(tmp_path):
     """An error raised after the file was completed leaves it in place; an empty matrix given
     its empty block is the same file as one given none."""
