@@ -251,7 +251,13 @@ def test_pointing_files_of_the_wrong_form_name_the_file_and_what_it_must_hold(tm
             ("tolerance_1d", {"tolerance": np.array([15.0])}, "key 'tolerance': expected a single value of kind 'f', got "
                                                               "dtype float64 and shape (1,)"),
             ("rule_int", {"hit_rule": np.asarray(3)}, "key 'hit_rule': expected a single value of kind 'U', got dtype "
-                                                      "int64 and shape ()")):
+                                                      "int64 and shape ()"),
+            ("image_int", {"image_id": np.arange(3)}, "key 'image_id': expected a 1-D array of kind 'U', got dtype "
+                                                      "int64 and shape (3,)"),
+            ("boxes_str", {"boxes": np.full((3, 4), "0")}, "key 'boxes': expected a 2-D array of kind 'f', got dtype <U1 "
+                                                           "and shape (3, 4)"),
+            ("hits_float", {"hit_strict": np.ones(3)}, "key 'hit_strict': expected a 1-D array of kind 'b', got dtype "
+                                                       "float64 and shape (3,)")):
         path = _savez(tmp_path, f"{name}.npz", {**predictions, **changes})
         _raises_exactly(lambda: load_pointing_predictions(path), f"{path}: {message}")
     maps = _arrays(HEATMAPS_FILE)
@@ -259,7 +265,11 @@ def test_pointing_files_of_the_wrong_form_name_the_file_and_what_it_must_hold(tm
             ("empty_w", {"heatmaps": np.zeros((3, 4, 0), np.float32)}, "key 'heatmaps': empty maps of size (4, 0)"),
             ("empty_h", {"heatmaps": np.zeros((3, 0, 4), np.float32)}, "key 'heatmaps': empty maps of size (0, 4)"),
             ("mode", {"point_mode": np.asarray("peak")}, "key 'point_mode': must be one of ('corner', 'centre', "
-                                                          "'upsampled'), got 'peak'")):
+                                                          "'upsampled'), got 'peak'"),
+            ("mode_int", {"point_mode": np.asarray(1)}, "key 'point_mode': expected a single value of kind 'U', got "
+                                                        "dtype int64 and shape ()"),
+            ("maps_int", {"heatmaps": np.ones((3, 3, 4), np.int64)}, "key 'heatmaps': expected a 3-D array of kind "
+                                                                     "'f', got dtype int64 and shape (3, 3, 4)")):
         path = _savez(tmp_path, f"{name}.npz", {**maps, **changes})
         _raises_exactly(lambda: load_heatmaps(path), f"{path}: {message}")
 
@@ -277,6 +287,11 @@ def test_pointing_files_read_back_with_their_documented_types(tmp_path):
     read = load_pointing_predictions(path)
     assert read["query_id"] == ["7", "8", "9"] and read["image_id"] == ["img0", "img0", "img1"]
     assert read["hits"]["tol15"].tolist() == [True, False, True] and read["protocol"] == PointingProtocol("tolerance", 15.0)
+    third = np.float32(1 / 3)  # a file written elsewhere with float32 boxes: read as float64, exactly
+    with open(path, "rb") as f:
+        path32 = _savez(tmp_path, "boxes32.npz", {**_arrays(f.read()), "boxes": np.full((3, 4), third, np.float32)})
+    boxes = load_pointing_predictions(path32)["boxes"]
+    assert boxes.dtype == np.float64 and boxes[0, 0] == float(third)
     np.savez(path, query_id=np.array([3, 1], np.int64), points=np.array([[1, 2], [3, 4]], np.int32))
     ids, points = load_points(path)
     assert ids == ["3", "1"] and points.dtype == np.float64 and points.tolist() == [[1.0, 2.0], [3.0, 4.0]]
