@@ -305,6 +305,9 @@ def test_score_files_hold_only_what_they_have_and_refuse_integer_matrices(tmp_pa
     path = _savez(tmp_path, "only.npz", {"scores": np.ones((2, 3), np.float32)})
     out = load_scores(path)
     assert list(out) == ["scores"] and out["scores"].tolist() == [[1.0] * 3] * 2
+    np.save(tmp_path / "bare.npy", np.arange(6, dtype=np.float32).reshape(2, 3))
+    bare = load_scores(str(tmp_path / "bare.npy"))["scores"]  # memory-mapped: never read whole
+    assert isinstance(bare, np.memmap) and bare.mode == "r" and bare.tolist() == [[0, 1, 2], [3, 4, 5]]
     np.save(tmp_path / "ints.npy", np.ones((2, 3), np.int64))
     path = str(tmp_path / "ints.npy")
     _raises_exactly(lambda: load_scores(path), f"{path}: a score matrix must be a 2-D float array [images, captions], got "

@@ -98,6 +98,9 @@ def test_bad_scores_files_name_the_file_and_mismatch(tool, saved, tmp_path):
     path = _rewrite(saved["scores"], tmp_path / "rows.npz", scores=np.zeros((11, 18), np.float32))
     assert f"{path}: key 'caption_to_image': caption_to_image values must lie in [0, 11)" in \
         _exit_message(tool, ["--scores", path])
+    short = _rewrite(saved["scores"], tmp_path / "c2i_len.npz", caption_to_image=np.zeros(17, np.int64))
+    assert f"{short}: key 'caption_to_image': caption_to_image has 17 entries for 18 captions" in \
+        _exit_message(tool, ["--scores", short])
     path = _rewrite(path, tmp_path / "rows_only.npz", drop=("caption_to_image", "image_ids"))
     assert f"{path}: 11 images x 18 captions, but dataset '{RETRIEVAL_TOY}' has 12 images x 18 captions" in \
         _exit_message(tool, ["--scores", path, "--dataset", RETRIEVAL_TOY])
