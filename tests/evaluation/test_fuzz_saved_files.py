@@ -305,6 +305,14 @@ def test_score_files_hold_only_what_they_have_and_refuse_integer_matrices(tmp_pa
     path = _savez(tmp_path, "only.npz", {"scores": np.ones((2, 3), np.float32)})
     out = load_scores(path)
     assert list(out) == ["scores"] and out["scores"].tolist() == [[1.0] * 3] * 2
+    for name, extra, message in (
+            ("ids_len", {"image_ids": np.array(["a"])}, "key 'image_ids': has 1 entries, but there are 2 rows in 'scores'"),
+            ("ids_int", {"image_ids": np.arange(2)}, "key 'image_ids': expected a 1-D array of kind 'U', got dtype int64 "
+                                                     "and shape (2,)"),
+            ("gt_int", {"gt_scores": np.arange(3)}, "key 'gt_scores': expected a 1-D array of kind 'f', got dtype int64 "
+                                                    "and shape (3,)")):
+        bad = _savez(tmp_path, f"{name}.npz", {"scores": np.ones((2, 3), np.float32), **extra})
+        _raises_exactly(lambda: load_scores(bad), f"{bad}: {message}")
     np.save(tmp_path / "bare.npy", np.arange(6, dtype=np.float32).reshape(2, 3))
     bare = load_scores(str(tmp_path / "bare.npy"))["scores"]  # memory-mapped: never read whole
     assert isinstance(bare, np.memmap) and bare.mode == "r" and bare.tolist() == [[0, 1, 2], [3, 4, 5]]
