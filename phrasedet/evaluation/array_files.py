@@ -61,8 +61,13 @@ def check_rows(path: str, key: str, bad: np.ndarray, ids: Optional[Sequence] = N
         return
     rows = bad.reshape(len(bad), -1).any(axis=1) if bad.ndim else bad.reshape(1)
     row = int(np.argmax(rows))
-    name = f"row {row}" + (f" ({ids[row]!r})" if ids is not None else "")
+    name = f"row {row}" + (f" ({_plain(ids[row])!r})" if ids is not None else "")
     raise bad_key(path, key, f"{name}: values must be {what} ({int(rows.sum())} such rows)")
+
+
+def _plain(value):
+    """A NumPy scalar as its Python value (``'img2'``, not ``np.str_('img2')``, in a message)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_finite(path: str, key: str, array: np.ndarray, ids: Optional[Sequence] = None,

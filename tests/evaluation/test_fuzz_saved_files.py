@@ -80,15 +80,29 @@ def test_embeddings(tmp_path_factory, data):
 
 
 def test_embeddings_messages(tmp_path):
+    """Each key's error in full; +inf is refused as NaN is; embeddings come back float32."""
     arrays = _arrays(EMBEDDINGS)
-    path = _savez(tmp_path, "e.npz", {**arrays, "captions": np.where(np.eye(5, 4) > 0, np.nan, CAPTIONS)})
-    with pytest.raises(BadFileError,
-                       match=rf"^{path}: key 'captions': row 0: values must be finite numbers \(4 such rows\)$"):
-        load_embeddings(path)
-    path = _savez(tmp_path, "e2.npz", {**arrays, "images": IMAGES.astype(np.complex64)})
-    with pytest.raises(BadFileError,
-                       match=rf"^{path}: key 'images': expected a 2-D array of kind 'f', got dtype complex64"):
-        load_embeddings(path)
+    infinite = IMAGES.copy()
+    infinite[2, 1] = np.inf
+    for name, changes, message in (
+            ("nan", {"captions": np.where(np.eye(5, 4) > 0, np.nan, CAPTIONS)},
+             "key 'captions': row 0: values must be finite numbers (4 such rows)"),
+            ("inf", {"captions": np.where(np.eye(5, 4) > 0, -np.inf, CAPTIONS)[::-1]},
+             "key 'captions': row 1: values must be finite numbers (4 such rows)"),
+            ("image_inf", {"images": infinite}, "key 'images': row 2 ('img2'): values must be finite numbers (1 such rows)"),
+            ("complex", {"images": IMAGES.astype(np.complex64)},
+             "key 'images': expected a 2-D array of kind 'f', got dtype complex64 and shape (3, 4)"),
+            ("caption_int", {"captions": np.ones((5, 4), np.int64)},
+             "key 'captions': expected a 2-D array of kind 'f', got dtype int64 and shape (5, 4)"),
+            ("ids_int", {"image_ids": np.arange(3)},
+             "key 'image_ids': expected a 1-D array of kind 'U', got dtype int64 and shape (3,)")):
+        path = _savez(tmp_path, f"{name}.npz", {**arrays, **changes})
+        _raises_exactly(lambda: load_embeddings(path), f"{path}: {message}")
+    for dtype in (np.float32, np.float64, np.float16):
+        path = _savez(tmp_path, "f.npz", {**arrays, "images": IMAGES.astype(dtype), "captions": CAPTIONS.astype(dtype)})
+        out = load_embeddings(path)
+        assert (out["images"].dtype, out["captions"].dtype) == (np.float32, np.float32), dtype
+        assert np.array_equal(out["images"], IMAGES.astype(dtype).astype(np.float32))
     truncated = tmp_path / "t.npz"
     truncated.write_bytes(EMBEDDINGS[:-30])
     with pytest.raises(BadFileError, match=rf"^{truncated}: not a readable numpy file \(BadZipFile"):
