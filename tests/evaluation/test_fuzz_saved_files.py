@@ -266,6 +266,8 @@ def test_pointing_files_of_the_wrong_form_name_the_file_and_what_it_must_hold(tm
                                                               "dtype float64 and shape (1,)"),
             ("rule_int", {"hit_rule": np.asarray(3)}, "key 'hit_rule': expected a single value of kind 'U', got dtype "
                                                       "int64 and shape ()"),
+            ("query_float", {"query_id": np.arange(3.0)}, "key 'query_id': expected a 1-D array of kind 'Uiu', got "
+                                                          "dtype float64 and shape (3,)"),
             ("image_int", {"image_id": np.arange(3)}, "key 'image_id': expected a 1-D array of kind 'U', got dtype "
                                                       "int64 and shape (3,)"),
             ("boxes_str", {"boxes": np.full((3, 4), "0")}, "key 'boxes': expected a 2-D array of kind 'f', got dtype <U1 "
