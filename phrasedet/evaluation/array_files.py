@@ -12,6 +12,8 @@ import numpy as np
 
 from phrasedet.fileio import BadFileError, load_array_file, npz_array
 
+from .output_checks import first_bad_row
+
 __all__ = ["load_npz", "bad_key", "get_array", "check_length", "check_rows", "check_finite",
            "scalar"]
 
@@ -59,15 +61,8 @@ def check_rows(path: str, key: str, bad: np.ndarray, ids: Optional[Sequence] = N
     are not ``what``; the error names the first row with one, and its id ``ids[row]`` when given."""
     if not bad.any():
         return
-    rows = bad.reshape(len(bad), -1).any(axis=1) if bad.ndim else bad.reshape(1)
-    row = int(np.argmax(rows))
-    name = f"row {row}" + (f" ({_plain(ids[row])!r})" if ids is not None else "")
-    raise bad_key(path, key, f"{name}: values must be {what} ({int(rows.sum())} such rows)")
-
-
-def _plain(value):
-    """A NumPy scalar as its Python value (``'img2'``, not ``np.str_('img2')``, in a message)."""
-    return value.item() if isinstance(value, np.generic) else value
+    _, name, count = first_bad_row(bad, ids)
+    raise bad_key(path, key, f"{name}: values must be {what} ({count} such rows)")
 
 
 def check_finite(path: str, key: str, array: np.ndarray, ids: Optional[Sequence] = None,

@@ -2,13 +2,26 @@
 
 A value that is not finite where the output contract wants a number (a box of a detection, an
 embedding, an infinite point) is a ``ValueError`` naming the image, the output key and the first
-bad row, never a silent miss or tie: a diverged model gives NaN everywhere.
+bad row, never a silent miss or tie: a diverged model gives NaN everywhere. The saved files' readers
+(``array_files.py``) name their first bad row the same way (:func:`first_bad_row`).
 """
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["check_output_rows"]
+__all__ = ["check_output_rows", "first_bad_row"]
+
+
+def first_bad_row(bad: np.ndarray, labels: Optional[Sequence] = None) -> Tuple[int, str, int]:
+    """For ``bad`` (bool [R, ...], rows along axis 0, some True): ``(row, name, count)``, the first
+    row holding a True, its name (``"row 1 ('dog')"``, with ``labels[row]`` when given) and how many
+    rows hold one."""
+    rows = bad.reshape(len(bad), -1).any(axis=1)
+    row = int(np.argmax(rows))
+    label = labels[row] if labels is not None else None
+    if isinstance(label, np.generic):  # 'img2', not np.str_('img2')
+        label = label.item()
+    return row, f"row {row}" + (f" ({label!r})" if labels is not None else ""), int(rows.sum())
 
 
 def check_output_rows(image_id: str, key: str, bad: np.ndarray, values: np.ndarray,
@@ -22,8 +35,6 @@ def check_output_rows(image_id: str, key: str, bad: np.ndarray, values: np.ndarr
     """
     if not bad.any():
         return
-    rows = bad.reshape(len(bad), -1).any(axis=1)
-    row = int(np.argmax(rows))
-    name = f"row {row}" + (f" ({labels[row]!r})" if labels is not None else "")
+    row, name, count = first_bad_row(bad, labels)
     raise ValueError(f"image_id {image_id!r}: {key!r} {name}: values must be {what}, got "
-                     f"{np.asarray(values[row]).tolist()} ({int(rows.sum())} such rows; a diverged model?)")
+                     f"{np.asarray(values[row]).tolist()} ({count} such rows; a diverged model?)")

@@ -162,3 +162,17 @@ def test_written_features_are_float32_unless_asked_with_their_ids_one_a_line(tmp
     assert (tmp_path / "new" / "features" / "s.txt").read_bytes() == b"a\n7\n"
     path = write_image_features(folder, "s", np.ones((2, 4)), ["a", "b"], dtype=np.float16)  # the folder exists
     assert np.load(path).dtype == np.float16 and feature_dim(path) == 4  # the new file, not the cached one
+
+
+def test_the_ids_file_is_utf8_whatever_the_locale(tmp_path):
+    """A non-ASCII image id under an ASCII locale (LANG=C without Python's UTF-8 mode, as on some
+    clusters) is written as UTF-8, as every reader reads it."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from phrasedet.data.image_features import write_image_features; "
+            f"write_image_features({str(tmp_path)!r}, 's', np.zeros((2, 1)), ['caf\\xe9', 'b'])")  # ASCII source
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    proc = subprocess.run([sys.executable, "-X", "utf8=0", "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "s.txt").read_bytes() == "café\nb\n".encode("utf-8")
