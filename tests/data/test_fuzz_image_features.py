@@ -112,7 +112,14 @@ def test_which_inputs_are_stored_and_a_record_without_its_row(tmp_path):
     assert row.dtype == torch.float32 and row.tolist() == [3.0, 4.0, 5.0]
 
 
-def test_attaching_features_checks_rows_and_ids_against_the_split(tmp_path):
+def test_attaching_features_checks_rows_and_ids_against_the_split(tmp_path, monkeypatch):
+    monkeypatch.setenv("PHRASEDET_DATASETS", str(tmp_path / "datasets"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError) as error:  # a relative folder, under neither root: the config key is named
+        attach_image_features(RECORDS, "s", "feats")
+    assert str(error.value) == (f"MODEL.RETRIEVAL.IMAGE_FEATURES_DIR 'feats': neither {str(tmp_path / 'datasets' / 'feats')!r} "
+                                f"(under $PHRASEDET_DATASETS, currently {str(tmp_path / 'datasets')!r}) nor "
+                                f"{str(tmp_path / 'feats')!r} (under the working directory) exists; docs/DATA.md")
     own = [{"image_id": "a", "feature_file": "x.npy", "feature_row": 4}]
     assert attach_image_features(own, "s", "") is own  # VSE++'s precomputed records carry their rows
     with pytest.raises(ValueError) as error:

@@ -95,7 +95,9 @@ def test_embeddings_messages(tmp_path):
             ("caption_int", {"captions": np.ones((5, 4), np.int64)},
              "key 'captions': expected a 2-D array of kind 'f', got dtype int64 and shape (5, 4)"),
             ("ids_int", {"image_ids": np.arange(3)},
-             "key 'image_ids': expected a 1-D array of kind 'U', got dtype int64 and shape (3,)")):
+             "key 'image_ids': expected a 1-D array of kind 'U', got dtype int64 and shape (3,)"),
+            ("c2i_float", {"caption_to_image": C2I.astype(np.float64)},
+             "key 'caption_to_image': expected a 1-D array of kind 'iu', got dtype float64 and shape (5,)")):
         path = _savez(tmp_path, f"{name}.npz", {**arrays, **changes})
         _raises_exactly(lambda: load_embeddings(path), f"{path}: {message}")
     for dtype in (np.float32, np.float64, np.float16):
