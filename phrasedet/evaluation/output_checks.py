@@ -18,10 +18,11 @@ def first_bad_row(bad: np.ndarray, labels: Optional[Sequence] = None) -> Tuple[i
     rows hold one."""
     rows = bad.reshape(len(bad), -1).any(axis=1)
     row = int(np.argmax(rows))
-    label = labels[row] if labels is not None else None
-    if isinstance(label, np.generic):  # 'img2', not np.str_('img2')
-        label = label.item()
-    return row, f"row {row}" + (f" ({label!r})" if labels is not None else ""), int(rows.sum())
+    name = f"row {row}"
+    if labels is not None:
+        label = labels[row]
+        name += f" ({label.item() if isinstance(label, np.generic) else label!r})"  # 'img2', not np.str_('img2')
+    return row, name, int(rows.sum())
 
 
 def check_output_rows(image_id: str, key: str, bad: np.ndarray, values: np.ndarray,

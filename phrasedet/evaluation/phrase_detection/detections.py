@@ -12,6 +12,7 @@ Scores are compared as float32 (inputs are cast), the same in the in-loop evalua
 from typing import Dict, Optional, Sequence
 
 import numpy as np
+import torch
 
 from phrasedet.text import nfc
 from ..output_checks import check_output_rows
@@ -20,12 +21,19 @@ from .ground_truth import PhraseGroundTruth
 __all__ = ["PhraseColumns", "PhraseDetections", "check_detections", "detection_arrays"]
 
 
+def _cpu_numpy(tensor) -> np.ndarray:
+    """A tensor on the CPU as numpy; bfloat16 (a mixed-precision detector's output, which NumPy
+    cannot hold) as float32, which holds it exactly. Other dtypes are not copied twice."""
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.numpy()
+
+
 def detection_arrays(scores, boxes, dtype=np.float32) -> tuple:
     """A phrase detector's output ``scores`` [P, K] (or [P]) and ``boxes`` [P, K, 4] (tensors or
-    arrays) -> numpy ``(scores [P, K], boxes [P, K, 4])`` of ``dtype``, on the CPU. A tensor goes
-    through float64 first: NumPy has no bfloat16 (a mixed-precision detector's output)."""
-    scores, boxes = (np.asarray(x.detach().cpu().double().numpy() if hasattr(x, "detach") else x, dtype=dtype)
-                     for x in (scores, boxes))
+    arrays) -> numpy ``(scores [P, K], boxes [P, K, 4])`` of ``dtype``, on the CPU."""
+    scores, boxes = (np.asarray(_cpu_numpy(x) if hasattr(x, "detach") else x, dtype=dtype) for x in (scores, boxes))
     if scores.ndim == 1:
         scores = scores[:, None]
     return scores, boxes.reshape(scores.shape + (4,))
