@@ -183,3 +183,24 @@ def test_the_ids_file_is_utf8_whatever_the_locale(tmp_path):
     proc = subprocess.run([sys.executable, "-X", "utf8=0", "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "s.txt").read_bytes() == "café\nb\n".encode("utf-8")
+
+
+def test_the_ids_file_is_utf8_under_an_ascii_locale_set_in_process(tmp_path):
+    """The same in this process (LC_CTYPE set to C for the call), where the mutation tool sees the
+    call: without Python's UTF-8 mode, ``open``'s default encoding then is ASCII and 'café' fails.
+    Under UTF-8 mode the default is UTF-8 whatever the locale, and the subprocess test above decides."""
+    import locale
+    import sys
+
+    from phrasedet.data.image_features import write_image_features
+
+    if sys.flags.utf8_mode:
+        pytest.skip("Python's UTF-8 mode is on: open()'s default is UTF-8 whatever the locale")
+    old = locale.setlocale(locale.LC_CTYPE)
+    try:
+        locale.setlocale(locale.LC_CTYPE, "C")
+        assert locale.getpreferredencoding(False).lower() in ("ansi_x3.4-1968", "ascii")  # the premise
+        write_image_features(str(tmp_path), "s", np.zeros((2, 1)), ["caf\xe9", "b"])
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+    assert (tmp_path / "s.txt").read_bytes() == "café\nb\n".encode("utf-8")
