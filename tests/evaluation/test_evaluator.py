@@ -190,6 +190,24 @@ def test_detection_boxes_are_stored_as_float32():
     assert evaluate_phrase_detection(gt, dets, "reference").ap.tolist() == [1.0]
 
 
+def test_a_widened_store_keeps_float32_and_k_is_the_largest_k_seen():
+    """The default store starts with one column and grows only to the widest image's K': a store
+    of the first image's K' = 1 stays [N, V, 1]; an image with K' = 2 widens both arrays, which stay
+    float32 (the box of 4.99999999 is stored as 5.0: IoU exactly 0.5, a hit) and NaN where an image
+    added before has no second detection."""
+    from phrasedet.evaluation import PhraseDetections, evaluate_phrase_detection
+
+    gt = PhraseGroundTruth(["im0", "im1"], ["cat"], [0, 1], [0, 0], [[0, 0, 10, 10], [0, 0, 10, 10]])
+    dets = PhraseDetections(gt)
+    dets.add_image(0, [[0.8]], [[[0, 0, 10, 10]]])
+    assert dets.k == 1 and dets.scores.shape == (2, 1, 1) and dets.pair_boxes.shape == (2, 1, 4)
+    dets.add_image(1, [[0.1, 0.9]], np.array([[[50.0, 50.0, 60.0, 60.0], [0.0, 0.0, 10.0, 4.99999999]]]))
+    assert dets.k == 2 and dets.scores.dtype == np.float32 and dets.pair_boxes.dtype == np.float32
+    assert dets.scores[0, 0, 0] == np.float32(0.8) and np.isnan(dets.scores[0, 0, 1])
+    assert np.isnan(dets.pair_boxes[0, 1]).all() and dets.pair_boxes[1, 1, 3] == 5.0
+    assert evaluate_phrase_detection(gt, dets, "reference").ap.tolist() == [1.0]  # 0.9 and 0.8 hit; 0.1 misses last
+
+
 def test_a_scored_detection_with_a_box_that_is_not_finite_names_the_image_and_phrase():
     """Issue 23: a NaN box used to be a silent miss (a diverged model scored 0 without a word).
     A NaN score is "no detection": its box is not read."""
