@@ -24,3 +24,12 @@ def test_raw_phrase_is_kept_by_callers_and_normalization_is_idempotent():
     assert annotation == {"phrase_raw": "A Dog's ball", "phrase": "dog ball"}  # "'s" is a stop word
     for phrase in ("two young white males", "yard", "the one", UNK):
         assert normalize_phrase(phrase) == phrase
+
+
+def test_nfc_composes_a_decomposed_word_and_keeps_ascii():
+    """'pin' + combining tilde + 'ata' (NFD, as macOS writes it) becomes the one-character ñ."""
+    from phrasedet.text.normalize import nfc
+
+    assert nfc("pin\u0303ata") == "pi\u00f1ata" and len(nfc("pin\u0303ata")) == 6
+    assert nfc("plain ascii") == "plain ascii"
+    assert normalize_phrase("A pin\u0303ata") == normalize_phrase("a pi\u00f1ata") == "pi\u00f1ata"
