@@ -2,6 +2,7 @@
 import pytest
 
 from phrasedet.text import UNK, normalize_phrase
+from phrasedet.text.normalize import nfc
 
 
 @pytest.mark.parametrize(
@@ -28,8 +29,6 @@ def test_raw_phrase_is_kept_by_callers_and_normalization_is_idempotent():
 
 def test_nfc_composes_a_decomposed_word_and_keeps_ascii():
     """'pin' + combining tilde + 'ata' (NFD, as macOS writes it) becomes the one-character ñ."""
-    from phrasedet.text.normalize import nfc
-
     assert nfc("pin\u0303ata") == "pi\u00f1ata" and len(nfc("pin\u0303ata")) == 6
     assert nfc("plain ascii") == "plain ascii"
     assert normalize_phrase("A pin\u0303ata") == normalize_phrase("a pi\u00f1ata") == "pi\u00f1ata"
