@@ -10,7 +10,8 @@ from detectron2.engine import SimpleTrainer
 from detectron2.engine.hooks import EvalHook
 from torch import nn
 
-from phrasedet.engine.model_selection import SELECTION_FILE, RecordedBestCheckpointer, Selection, read_selection
+from phrasedet.engine.model_selection import (EARLY_STOP_FILE, SELECTION_FILE, EarlyStop, RecordedBestCheckpointer, Selection,
+                                              read_early_stop, read_selection)
 from phrasedet.fileio import BadFileError
 
 
@@ -23,23 +24,32 @@ class _Toy(nn.Module):
         return {"loss": ((self.w - 1.0) ** 2).sum()}
 
 
-def _run(tmp_path, planted, period=2, initial=None, name="phase"):
-    """Train a toy model ``period * len(planted)`` iterations; the k-th validation returns
-    planted[k]. Returns (the weights seen at each validation, the hook)."""
+def _run(tmp_path, planted, period=2, initial=None, name="phase", patience=0, start=0, seen=None):
+    """Train a toy model from iteration ``start`` to ``start + period * len(planted)``; the k-th
+    validation returns planted[k]. Returns (the weights seen at each validation, also appended to
+    ``seen``, the hook)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     model = _Toy()
     trainer = SimpleTrainer(model, iter([None] * 1000), torch.optim.SGD(model.parameters(), lr=0.1))
-    seen = []
+    seen = [] if seen is None else seen
 
     def validate():
         seen.append(model.w.detach().clone())
         return {"phrase_detection": {"loc_acc": planted[len(seen) - 1]}}
 
-    selection = Selection("val", period)
+    selection = Selection("val", period, patience=patience)
     best = RecordedBestCheckpointer(selection, DetectionCheckpointer(model, save_dir=str(tmp_path)), str(tmp_path), name, initial)
     trainer.register_hooks([EvalHook(period, validate), best])
-    trainer.train(0, period * len(planted))
+    trainer.train(start, start + period * len(planted))
     return seen, best
+
+
+def _stopped(tmp_path, planted, **kwargs):
+    """:func:`_run` that must end by the patience rule: (validations seen, early_stop.json)."""
+    seen = []
+    with pytest.raises(EarlyStop, match="evaluations without a better phrase_detection/loc_acc"):
+        _run(tmp_path, planted, seen=seen, **kwargs)
+    return seen, read_early_stop(str(tmp_path))
 
 
 def _saved(tmp_path, name="model_best.pth"):
@@ -104,3 +114,66 @@ def test_a_selection_needs_a_positive_period_and_a_known_mode():
         Selection("val", 0)
     with pytest.raises(ValueError, match="mode must be 'max' or 'min'"):
         Selection("val", 1, mode="best")
+
+
+def test_patience_stops_after_that_many_validations_without_a_better_model(tmp_path):
+    seen = []
+    with pytest.raises(EarlyStop):
+        _run(tmp_path, [20.0, 70.0, 50.0, 60.0, 65.0, 80.0, 90.0], patience=3, seen=seen)
+    assert len(seen) == 5
+    # validations at iterations 1, 3, 5, 7, 9: 50, 60 and 65 bring no better model; 80 is never asked for
+    assert read_early_stop(str(tmp_path)) == {"iteration": 9, "evaluations_without_gain": 3, "patience": 3}
+    assert read_selection(str(tmp_path))["value"] == 70.0 and read_selection(str(tmp_path))["iteration"] == 3
+    seen, _ = _run(tmp_path / "patient", [20.0, 70.0, 50.0, 60.0, 65.0, 80.0, 90.0], patience=4)
+    assert len(seen) == 7 and read_early_stop(str(tmp_path / "patient")) is None  # 80 came in time: the whole budget
+    assert read_selection(str(tmp_path / "patient"))["value"] == 90.0
+
+
+def test_a_tie_is_no_gain_min_mode_counts_too_and_patience_zero_never_stops(tmp_path):
+    assert _stopped(tmp_path / "tie", [50.0, 50.0, 50.0, 50.0], patience=2)[1]["iteration"] == 5
+    model = _Toy()
+    trainer = SimpleTrainer(model, iter([None] * 10), torch.optim.SGD(model.parameters(), lr=0.1))
+    values = iter([3.0, 1.0, 2.0, 0.5])
+    best = RecordedBestCheckpointer(Selection("val", 1, "loss", "min", patience=1),
+                                    DetectionCheckpointer(model, save_dir=str(tmp_path)), str(tmp_path), "m")
+    trainer.register_hooks([EvalHook(1, lambda: {"loss": next(values)}), best])
+    with pytest.raises(EarlyStop):
+        trainer.train(0, 10)
+    assert read_early_stop(str(tmp_path))["iteration"] == 2 and read_selection(str(tmp_path))["value"] == 1.0
+    seen, _ = _run(tmp_path / "never", [50.0] * 6, patience=0)
+    assert len(seen) == 6 and not (tmp_path / "never" / EARLY_STOP_FILE).exists()
+
+
+def test_a_later_phase_counts_its_own_validations_against_the_earlier_best(tmp_path):
+    _run(tmp_path / "adam", [40.0, 80.0])
+    seen, stop = _stopped(tmp_path / "sgd", [75.0, 79.0, 85.0], initial=read_selection(str(tmp_path / "adam")), name="sgd",
+                          patience=2)
+    assert len(seen) == 2 and stop["iteration"] == 3
+    assert read_selection(str(tmp_path / "sgd"))["stage"] == "phase"  # the Adam model stays the selected one
+
+
+def test_a_resumed_stage_counts_the_validations_since_its_best_from_its_metrics(tmp_path):
+    record = {"metric": "phrase_detection/loc_acc", "mode": "max", "value": 70.0, "iteration": 3, "stage": "phase",
+              "weights": str(tmp_path / "model_best.pth")}
+    tmp_path.mkdir(exist_ok=True)
+    lines = [{"iteration": 1, "phrase_detection/loc_acc": 20.0}, {"iteration": 3, "phrase_detection/loc_acc": 70.0},
+             {"iteration": 4, "total_loss": 0.5}, {"iteration": 5, "phrase_detection/loc_acc": 50.0},
+             {"iteration": 7, "phrase_detection/loc_acc": 60.0}]
+    (tmp_path / "metrics.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    # two validations since the best before the interruption at 8: one more without gain stops it
+    seen, stop = _stopped(tmp_path, [65.0, 99.0], initial=record, patience=3, start=8)
+    assert len(seen) == 1 and stop == {"iteration": 9, "evaluations_without_gain": 3, "patience": 3}
+    # the same record when it is an earlier phase's: this phase's own validations only (none before 8 here)
+    seen, _ = _run(tmp_path / "other", [65.0, 66.0], initial={**record, "stage": "earlier"}, patience=3, start=8)
+    assert len(seen) == 2
+
+
+def test_a_fresh_run_removes_an_older_early_stop_and_bad_patience_or_record_are_named(tmp_path):
+    _stopped(tmp_path, [50.0, 50.0, 50.0], patience=1)
+    _run(tmp_path, [50.0, 60.0], patience=1)  # the same folder trained again from the start, to its end
+    assert read_early_stop(str(tmp_path)) is None
+    with pytest.raises(ValueError, match="patience must be >= 0"):
+        Selection("val", 1, patience=-1)
+    (tmp_path / EARLY_STOP_FILE).write_text(json.dumps({"iteration": 3, "patience": 2}))
+    with pytest.raises(BadFileError, match=r"early_stop\.json.*'evaluations_without_gain'"):
+        read_early_stop(str(tmp_path))

@@ -13,7 +13,7 @@ from detectron2.config import get_cfg
 from torch import nn
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine.model_selection import read_selection
+from phrasedet.engine.model_selection import read_early_stop, read_selection
 from phrasedet.engine.recipe import _check, _check_schedule, _first_dataset
 from phrasedet.engine.stages import freeze_all_but, load_weights
 
@@ -118,6 +118,25 @@ def test_cca_classifier_recipe_reuses_a_detector_and_trains_nothing(tmp_path):
     with np.load(tmp_path / "cca" / "stage2_cca" / "cca.npz") as f:
         np.testing.assert_allclose(state["roi_heads.classifier.region_proj_0"].numpy(), f["layer0_A"], rtol=1e-5, atol=1e-6)
     assert "roi_heads.classifier.region_proj_1" not in state  # PHRASEDET.CCA.SCORE_LAYERS 1: the paper's linear CCA
+
+    # patience on the same detector: QA R-CNN (no BatchNorm) at learning rate 0 scores every validation the same, so
+    # the first tie stops each phase; a stopped phase is finished (its model_final.pth), the SGD phase counts its own
+    # validations against the Adam phase's best, and --resume then only tests
+    patient = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", str(detector), "PHRASEDET.RECIPE.CLASSIFIER_LR", "0.0",
+               "PHRASEDET.RECIPE.SECOND_PHASE.LR", "0.0", "PHRASEDET.RECIPE.SELECTION.PATIENCE", "1"]
+    budget = RELEASED + ["PHRASEDET.RECIPE.CLASSIFIER_ITERS", "40", "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", "40"]
+    out = tmp_path / "patient"
+    log = _run("qa_rcnn_staged.yaml", out, *patient, schedule=budget)
+    adam, sgd = out / "stage3_classifier", out / "stage3b_classifier"
+    assert read_early_stop(str(adam)) == {"iteration": 3, "evaluations_without_gain": 1, "patience": 1}
+    assert read_early_stop(str(sgd)) == {"iteration": 1, "evaluations_without_gain": 1, "patience": 1}
+    assert os.path.isfile(adam / "model_final.pth") and os.path.isfile(sgd / "model_final.pth")
+    assert read_selection(str(sgd))["iteration"] == 1 and read_selection(str(sgd))["stage"] == "stage3_classifier"
+    assert "stopped early at iteration 3" in log and "Exception during training" not in log
+    assert re.search(r"Region cache: \d+ images computed in this stage", log)
+    tested = _results(log)
+    log = _run("qa_rcnn_staged.yaml", out, "--resume", *patient, schedule=budget)
+    assert "Starting training" not in log and _results(log) == tested
 
 
 @pytest.mark.usefixtures("builtin_root")

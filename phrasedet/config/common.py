@@ -43,3 +43,5 @@ def add_selection_config(cfg):
     _C.PHRASEDET.SELECTION.METRIC = "retrieval/rsum"
     # "max" or "min".
     _C.PHRASEDET.SELECTION.MODE = "max"
+    # Stop once this many evaluations in a row bring no better model; 0 = train the whole budget.
+    _C.PHRASEDET.SELECTION.PATIENCE = 0

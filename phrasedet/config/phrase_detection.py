@@ -173,6 +173,10 @@ def add_phrase_detection_config(cfg):
     # Also train the classifier randomly initialized (same detector, budget and seed; folders
     # stage3_classifier_random_init ...), evaluate both and report CCA init minus random init per bucket.
     _C.PHRASEDET.RECIPE.COMPARE_RANDOM_INIT = False
+    # Stage 3 trains and validates on region features the frozen detector computes once per image (as the released
+    # CITE code trains on precomputed features; phrasedet/modeling/roi_heads/region_cache.py); False = run the detector
+    # every step (the same numbers up to float rounding).
+    _C.PHRASEDET.RECIPE.REGION_CACHE = True
     # Stage-3 iterations (0: the classifier is saved and evaluated untrained).
     _C.PHRASEDET.RECIPE.CLASSIFIER_ITERS = 600
     # Stage-3 optimizer: "SGD" (SOLVER.MOMENTUM, WEIGHT_DECAY) or "Adam" (no weight decay; the CITE code: Adam 5e-5).
@@ -194,6 +198,9 @@ def add_phrase_detection_config(cfg):
     _C.PHRASEDET.RECIPE.SELECTION.MODE = "max"
     # Phrases asked at validation: "image" (each image's own: localization accuracy, fast) or "dataset".
     _C.PHRASEDET.RECIPE.SELECTION.VOCABULARY = "image"
+    # Stop a stage-3 phase once this many evaluations in a row bring no better validation model (the released
+    # CITE code: 5 epochs); its iterations are then a cap. 0 = every phase runs its whole budget.
+    _C.PHRASEDET.RECIPE.SELECTION.PATIENCE = 0
     # A second stage-3 phase from the selected model of the first (the released code: SGD at 5e-6 after Adam at
     # 5e-5), in stage3b_classifier; it keeps the first phase's model unless it beats it on validation.
     _C.PHRASEDET.RECIPE.SECOND_PHASE = CN()

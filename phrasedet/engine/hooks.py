@@ -3,7 +3,9 @@ import logging
 
 from detectron2.engine import HookBase
 
-__all__ = ["BackboneUnfreezeHook", "NegativesWarmupHook"]
+from phrasedet.modeling.roi_heads.region_cache import RegionCache
+
+__all__ = ["BackboneUnfreezeHook", "NegativesWarmupHook", "RegionCacheHook"]
 
 logger = logging.getLogger("phrasedet.engine")
 
@@ -38,3 +40,35 @@ class NegativesWarmupHook(HookBase):
         if loss.negatives != mode:
             loss.negatives = mode
             logger.info("Iteration %d: the ranking loss uses negatives %r", self.trainer.iter, mode)
+
+
+class RegionCacheHook(HookBase):
+    """Train (and validate) a stage of a ``PhraseRCNN`` with a frozen detector on its region cache
+    (:class:`~phrasedet.modeling.roi_heads.region_cache.RegionCache`): made for the first stage
+    that uses it and kept in ``shared`` for the next ones (the second stage-3 phase, the
+    random-initialization baseline: the same frozen detector), handed to the model before
+    training and taken back after it (the test that follows runs the detector).
+
+    Args:
+        shared: a dict the stages of one recipe share (the cache under ``"cache"``).
+    """
+
+    def __init__(self, shared: dict):
+        self.shared = shared
+
+    def _model(self):
+        return getattr(self.trainer.model, "module", self.trainer.model)
+
+    def before_train(self):
+        model = self._model()
+        if "cache" in self.shared:
+            model.region_cache = self.shared["cache"].bind(model)
+        else:
+            model.region_cache = self.shared["cache"] = RegionCache(model)
+
+    def after_train(self):
+        model = self._model()
+        if model.region_cache is not None:
+            logger.info("Region cache: %d images computed in this stage, %d cached in all", model.region_cache.computed,
+                        len(model.region_cache))
+        model.region_cache = None

@@ -48,6 +48,7 @@ from phrasedet.modeling.cca import (fit_cca_from_detector, fit_deep_cca_from_pai
 from .init_comparison import compare_initializations, format_comparison
 from .model_selection import Selection, read_selection
 from .optimizer import OPTIMIZERS
+from .hooks import RegionCacheHook
 from .stages import Stage, evaluate_weights, freeze_all_but, load_weights, run_stage, run_stages, stage_config, stage_solver
 from .trainer import PhrasedetTrainer
 
@@ -112,6 +113,8 @@ def _check_schedule(cfg) -> None:
         raise ValueError(f"PHRASEDET.RECIPE.SELECTION.PERIOD must be > 0, got {s.PERIOD}")
     if s.MODE not in ("max", "min"):
         raise ValueError(f"PHRASEDET.RECIPE.SELECTION.MODE must be 'max' or 'min', got {s.MODE!r}")
+    if s.PATIENCE < 0:
+        raise ValueError(f"PHRASEDET.RECIPE.SELECTION.PATIENCE must be >= 0, got {s.PATIENCE}")
     if s.VOCABULARY not in ("image", "dataset"):
         raise ValueError(f"PHRASEDET.RECIPE.SELECTION.VOCABULARY must be 'image' or 'dataset', got {s.VOCABULARY!r}")
     if s.DATASET in cfg.DATASETS.TEST:
@@ -165,7 +168,7 @@ def _selection(cfg) -> Optional[Selection]:
     s = cfg.PHRASEDET.RECIPE.SELECTION
     if not s.DATASET or not _trainable(cfg):
         return None
-    return Selection(s.DATASET, s.PERIOD, s.METRIC, s.MODE)
+    return Selection(s.DATASET, s.PERIOD, s.METRIC, s.MODE, s.PATIENCE)
 
 
 def _trainable(cfg) -> bool:
@@ -185,12 +188,17 @@ def _validation_config(cfg):
     return c
 
 
-def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
+def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = "", shared: Optional[dict] = None):
     """Stage 3 (``stage3_classifier<suffix>``, then ``stage3b_classifier<suffix>`` when
     ``SECOND_PHASE.ITERS`` > 0) and stage 4 (``stage4_finetune<suffix>``, when ``FINETUNE_ITERS``
     > 0), given the stage-1 weights and the CCA. With ``RECIPE.SELECTION``, the stage-3 phases
-    select on the validation split and hand on their best model (:func:`train_and_test` tests it)."""
+    select on the validation split and hand on their best model (:func:`train_and_test` tests it).
+    With ``RECIPE.REGION_CACHE`` the stage-3 phases train on the frozen detector's region features
+    computed once (:class:`~.hooks.RegionCacheHook`), kept in ``shared`` for every stage-3
+    phase given the same dict."""
     r = cfg.PHRASEDET.RECIPE
+    shared = {} if shared is None else shared
+    cached = (lambda: [RegionCacheHook(shared)]) if r.REGION_CACHE else None
     finetune = r.FINETUNE_ITERS > 0
     selection = _selection(cfg)
     second = r.SECOND_PHASE.ITERS > 0 and _trainable(cfg)
@@ -207,7 +215,8 @@ def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
     c3 = stage_config(train_cfg, STAGE_DIRS[2] + suffix, evaluate and not second, selection,
                       **stage_solver(r.CLASSIFIER_ITERS, r.CLASSIFIER_LR, r.CLASSIFIER_STEPS, cfg))
     # Adam as the CITE code, without weight decay (its regularizers are in the losses)
-    stages = [Stage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier, weight_decay=0.0, selection=selection)]
+    stages = [Stage(STAGE_DIRS[2] + suffix, c3, r.CLASSIFIER_OPTIMIZER, prepare_classifier, weight_decay=0.0, selection=selection,
+                    extra_hooks=cached)]
     if second:
         first = stages[0]
 
@@ -218,7 +227,8 @@ def recipe_stages(cfg, detector_weights: str, cca_layers, suffix: str = ""):
 
         c3b = stage_config(train_cfg, STAGE3B_DIR + suffix, evaluate, selection, **stage_solver(r.SECOND_PHASE.ITERS, r.SECOND_PHASE.LR, [], cfg))
         stages.append(Stage(STAGE3B_DIR + suffix, c3b, r.SECOND_PHASE.OPTIMIZER, prepare_second, weight_decay=0.0, selection=selection,
-                            best_to_beat=(lambda: read_selection(first.cfg.OUTPUT_DIR)) if selection else None))
+                            best_to_beat=(lambda: read_selection(first.cfg.OUTPUT_DIR)) if selection else None,
+                            extra_hooks=cached))
     if finetune:
         classifier_stage = stages[-1]
 
@@ -248,14 +258,14 @@ def train_and_test(cfg, stages, resume: bool):
     return model, results, weights
 
 
-def random_init_stages(cfg, detector_weights: str, cca_layers):
+def random_init_stages(cfg, detector_weights: str, cca_layers, shared: Optional[dict] = None):
     """The baseline of ``RECIPE.COMPARE_RANDOM_INIT``: stages 3 (and 4) with ``CCA_INIT False``,
     everything else as in ``cfg`` (the cascade's shortlist, when on, is still the CCA)."""
     c = cfg.clone()
     c.defrost()
     c.PHRASEDET.RECIPE.CCA_INIT = False
     c.freeze()
-    return recipe_stages(c, detector_weights, cca_layers, suffix=RANDOM_INIT_SUFFIX)
+    return recipe_stages(c, detector_weights, cca_layers, suffix=RANDOM_INIT_SUFFIX, shared=shared)
 
 
 # ---------------------------------------------------------------- model surgery
@@ -354,11 +364,12 @@ def run_recipe(cfg, resume: bool = False):
         run_stage(stage1, resume, final=False)
         detector_weights = stage1.final_weights
     cca_layers = fit_or_load_cca(cfg, detector_weights, resume) if _needs_cca(cfg) else None
-    stages = recipe_stages(cfg, detector_weights, cca_layers)
+    shared = {}  # the region cache of the frozen detector, for every stage-3 phase
+    stages = recipe_stages(cfg, detector_weights, cca_layers, shared=shared)
     model, results, final_model = train_and_test(cfg, stages, resume)
     summary = {"final_model": final_model, "results": results}
     if r.COMPARE_RANDOM_INIT:
-        baseline = random_init_stages(cfg, detector_weights, cca_layers)
+        baseline = random_init_stages(cfg, detector_weights, cca_layers, shared=shared)
         _, random_results, random_model = train_and_test(cfg, baseline, resume)
         summary["random_init"] = {"final_model": random_model, "results": random_results}
         if comm.is_main_process():

@@ -25,7 +25,7 @@ logger = logging.getLogger("phrasedet.stages")
 def selection_of(cfg) -> Optional[Selection]:
     """``PHRASEDET.SELECTION`` as a :class:`Selection`, or None when off (no DATASET)."""
     s = cfg.PHRASEDET.SELECTION
-    return Selection(s.DATASET, s.PERIOD, s.METRIC, s.MODE) if s.DATASET else None
+    return Selection(s.DATASET, s.PERIOD, s.METRIC, s.MODE, s.PATIENCE) if s.DATASET else None
 
 
 def run_selected(cfg, resume: bool = False):

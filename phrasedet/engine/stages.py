@@ -8,7 +8,9 @@ weights, freeze parts). :func:`run_stages` runs them in order; the last one eval
 A stage with a :class:`~.model_selection.Selection` evaluates a validation split periodically
 and keeps its best model (``model_best.pth``, recorded in ``selection.json``; it may start from the
 best of an earlier stage): :attr:`Stage.selected_weights` is then the model the next stage or the
-test starts from, and :func:`evaluate_weights` tests it.
+test starts from, and :func:`evaluate_weights` tests it. With a patience, the stage stops once that
+many evaluations in a row bring no better model (``early_stop.json``); it is then finished, as
+after its last iteration (its ``model_final.pth`` is the model it stopped with).
 
 ``--resume`` semantics (the same for every recipe): a stage whose ``model_final.pth`` exists is
 not run again, the interrupted stage continues from its last checkpoint, and the last stage, when
@@ -19,6 +21,7 @@ stage trains the same whether the stages before it ran in this process or an ear
 Users: paper 003's phrase-detection recipe (:mod:`.recipe`) and paper 001's two-stage
 instance-loss schedule (:mod:`.instance_recipe`).
 """
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -30,7 +33,7 @@ from detectron2.utils import comm
 from detectron2.utils.env import seed_all_rng
 from torch import nn
 
-from .model_selection import RecordedBestCheckpointer, Selection, read_selection
+from .model_selection import EarlyStop, RecordedBestCheckpointer, Selection, read_selection
 from .model_surgery import freeze_all_but, load_weights
 from .optimizer import build_optimizer
 from .trainer import PhrasedetTrainer
@@ -55,6 +58,8 @@ class Stage:
             split and ``cfg.TEST.EVAL_PERIOD`` the selection's period: :func:`stage_config`).
         best_to_beat: with ``selection``, a callable returning the record of the best model so far
             of an earlier stage (:func:`~.model_selection.read_selection`), or None.
+        extra_hooks: a callable returning more hooks for the stage's trainer (appended last, so
+            they see the end of training after every other hook).
     """
 
     name: str
@@ -64,6 +69,7 @@ class Stage:
     weight_decay: Optional[float] = None
     selection: Optional[Selection] = None
     best_to_beat: Optional[Callable[[], Optional[dict]]] = None
+    extra_hooks: Optional[Callable[[], list]] = None
 
     @property
     def final_weights(self) -> str:
@@ -111,6 +117,24 @@ def stage_solver(iters: int, lr: float, steps, cfg) -> dict:
 
 
 # ---------------------------------------------------------------- running
+class _HideEarlyStop(logging.Filter):
+    """Detectron2's training loop logs every exception that ends it with its traceback; an
+    :class:`EarlyStop` is no failure."""
+
+    def filter(self, record):
+        return not (record.exc_info and isinstance(record.exc_info[1], EarlyStop))
+
+
+@contextlib.contextmanager
+def _early_stop_not_logged():
+    loop_logger, quiet = logging.getLogger("detectron2.engine.train_loop"), _HideEarlyStop()
+    loop_logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        loop_logger.removeFilter(quiet)
+
+
 def _trainer_class(stage: Stage):
     class StageTrainer(PhrasedetTrainer):
         prebuilt = None  # a model built (and prepared) already, handed to the next build_model call
@@ -135,7 +159,19 @@ def _trainer_class(stage: Stage):
                 at = next(i for i, h in enumerate(hooks) if isinstance(h, EvalHook)) + 1
                 hooks.insert(at, RecordedBestCheckpointer(stage.selection, self.checkpointer, stage.cfg.OUTPUT_DIR, stage.name,
                                                           self._best_to_beat))
-            return hooks
+            return hooks + (stage.extra_hooks() if stage.extra_hooks is not None else [])
+
+        def train(self):
+            """Detectron2's training; a stage stopped by its patience saves the model it stopped
+            with as ``model_final.pth`` (the stage is finished) and returns normally."""
+            try:
+                with _early_stop_not_logged():
+                    return super().train()
+            except EarlyStop as stop:
+                logger.info("Stage %s: stopped early at iteration %d: %s", stage.name, self.iter, stop)
+                self.checkpointer.save("model_final")
+                comm.synchronize()
+                return None
 
         def _best_to_beat(self):
             own = read_selection(stage.cfg.OUTPUT_DIR) if self.start_iter > 0 else None  # resumed: the best before

@@ -14,6 +14,13 @@ with boxes in the original image's coordinates. The phrases scored are each inpu
 the test mapper (open-ended phrase detection); the features of the last list seen are kept, so a
 shared vocabulary is looked up once.
 
+A frozen detector (stage 3 of paper 003's recipe: backbone, RPN and region features trained no
+more) proposes in training what it proposes at test (the RPN runs in inference mode: no RPN loss,
+no random anchor sampling), so its region features can be computed once per image:
+``region_cache`` (a :class:`~phrasedet.modeling.roi_heads.region_cache.RegionCache`, not a model
+weight; None = off) then replaces backbone, RPN and region features of every image it has seen,
+in training and at inference.
+
 Negative phrase augmentation (``MODEL.PHRASE_ROI_HEADS.NPA``, training only): each image's phrases
 are followed by hard negatives drawn from ``negative_phrases`` (a
 :class:`~phrasedet.modeling.roi_heads.negative_phrases.NegativePhraseTable`, built and refreshed by
@@ -28,6 +35,7 @@ from detectron2.utils.events import get_event_storage
 
 from ..phrase_features import PhraseFeatureBank, build_phrase_feature_bank
 from ..roi_heads.negative_phrases import draw_negatives
+from ..roi_heads.region_cache import RegionCache
 
 __all__ = ["PhraseRCNN"]
 
@@ -43,6 +51,7 @@ class PhraseRCNN(GeneralizedRCNN):
         self._last_phrases, self._last_feats = None, None
         self.npa_fraction = float(npa_fraction)
         self.negative_phrases = None  # NegativePhraseTable, set by NegativePhraseHook when NPA is on
+        self.region_cache: RegionCache = None  # set by the recipe's stage 3 (PHRASEDET.RECIPE.REGION_CACHE)
 
     @classmethod
     def from_config(cls, cfg):
@@ -76,17 +85,37 @@ class PhraseRCNN(GeneralizedRCNN):
     def forward(self, batched_inputs):
         if not self.training:
             return self.inference(batched_inputs)
-        images = self.preprocess_image(batched_inputs)
         gt_instances = [x["instances"].to(self.device) for x in batched_inputs]
-        features = self.backbone(images.tensor)
-        proposals, proposal_losses = self.proposal_generator(images, features, gt_instances)
+        cached = self.region_cache.lookup(batched_inputs) if self.region_cache is not None else None
+        if cached is None:
+            images = self.preprocess_image(batched_inputs)
+            features = self.backbone(images.tensor)
+            proposals, proposal_losses = self._proposals(images, features, gt_instances)
+        else:
+            images, features, proposal_losses = None, None, {}
+            proposals = [c.proposals(self.device) for c in cached]
         phrases = [x["phrases"] for x in batched_inputs]
         extra = {}
         if self.npa_fraction > 0:
             phrases, extra["negative_sources"] = self._with_negatives(phrases)
+        if cached is not None:
+            extra["region_rows"] = [c.region_rows(g.gt_boxes.tensor, self.device) for c, g in zip(cached, gt_instances)]
         phrase_feats = [self.phrase_bank(p) for p in phrases]
         _, detector_losses = self.roi_heads(images, features, proposals, gt_instances, phrase_feats, **extra)
         return {**detector_losses, **proposal_losses}
+
+    def _proposals(self, images, features, gt_instances):
+        """The RPN's proposals and losses in training; a frozen RPN proposes as at test and has no
+        loss (it would be a constant, and its anchor sampling would draw from the random stream)."""
+        rpn = self.proposal_generator
+        if any(p.requires_grad for p in rpn.parameters()):
+            return rpn(images, features, gt_instances)
+        rpn.train(False)
+        try:
+            proposals, _ = rpn(images, features, None)
+        finally:
+            rpn.train(True)
+        return proposals, {}
 
     def _with_negatives(self, phrases):
         """Each image's phrases followed by its hard negatives (NPA), and per image the index of
@@ -101,13 +130,22 @@ class PhraseRCNN(GeneralizedRCNN):
     @torch.no_grad()
     def inference(self, batched_inputs, detected_instances=None, do_postprocess=True):
         assert detected_instances is None, "PhraseRCNN does not take given boxes"
-        images = self.preprocess_image(batched_inputs)
-        features = self.backbone(images.tensor)
-        proposals, _ = self.proposal_generator(images, features, None)
         phrases = [x["phrases"] for x in batched_inputs]
-        results = self.roi_heads(images, features, proposals, None, [self._phrase_features(p) for p in phrases])[0]
+        feats = [self._phrase_features(p) for p in phrases]
+        cached = self.region_cache.lookup(batched_inputs) if self.region_cache is not None else None
+        if cached is None:
+            images = self.preprocess_image(batched_inputs)
+            features = self.backbone(images.tensor)
+            proposals, _ = self.proposal_generator(images, features, None)
+            sizes = images.image_sizes
+            results = self.roi_heads(images, features, proposals, None, feats)[0]
+        else:
+            sizes = [c.image_size for c in cached]
+            proposals = [c.proposals(self.device) for c in cached]
+            regions = [c.proposal_features.to(self.device) for c in cached]
+            results = self.roi_heads.inference(sizes, None, proposals, feats, regions=regions)
         outputs = []
-        for x, p, (scores, boxes), (h, w) in zip(batched_inputs, phrases, results, images.image_sizes):
+        for x, p, (scores, boxes), (h, w) in zip(batched_inputs, phrases, results, sizes):
             if do_postprocess:
                 out_h, out_w = x.get("height", h), x.get("width", w)
                 boxes = boxes * boxes.new_tensor([out_w / w, out_h / h] * 2)

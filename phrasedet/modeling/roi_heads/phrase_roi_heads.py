@@ -97,7 +97,8 @@ class PhraseROIHeads(nn.Module):
     # ---------------------------------------------------------------- training
     @torch.no_grad()
     def _sample(self, proposals, targets, num_phrases, negative_sources=None):
-        """Per image: kept region boxes, PhraseTargets over them, matched gt boxes [P + K, R', 4].
+        """Per image: kept region boxes, PhraseTargets over them, matched gt boxes [P + K, R', 4]
+        and the kept regions' index among the proposals followed by the gt boxes [R'].
 
         ``negative_sources``: per image, the source phrase (index among its P) of each of the K
         hard negatives that follow its phrases (None: no negatives)."""
@@ -113,7 +114,7 @@ class PhraseROIHeads(nn.Module):
             if len(neg):  # a negative's gt boxes are never read: it has no foreground
                 iou, sampled = append_negative_targets(iou, sampled, neg, self.fg_threshold)
                 gt = torch.cat([gt, gt[list(neg)]])
-            out.append((props.proposal_boxes[keep], PhraseTargets(iou, sampled), gt))
+            out.append((props.proposal_boxes[keep], PhraseTargets(iou, sampled), gt, torch.nonzero(keep, as_tuple=True)[0]))
         return out
 
     def _box_loss(self, boxes, region_feats, phrase_embeds, targets, gt_boxes):
@@ -125,14 +126,21 @@ class PhraseROIHeads(nn.Module):
         loss = smooth_l1_loss(deltas, gt_deltas, self.smooth_l1_beta, reduction="sum")
         return loss / max(int(targets.sampled.sum()), 1)
 
-    def losses(self, images, features, proposals, targets, phrase_feats, negative_sources=None):
+    def losses(self, images, features, proposals, targets, phrase_feats, negative_sources=None, region_rows=None):
+        """The losses of one batch. The sampled regions' features are computed from ``features``,
+        or, with ``region_rows`` (per image, [R_i + G_i, D] features of its proposals followed by
+        its gt boxes: :class:`~.region_cache.RegionCache`), looked up (``images`` and ``features``
+        are then unused)."""
         num_negatives = [len(n) for n in negative_sources] if negative_sources else [0] * len(phrase_feats)
         samples = self._sample(proposals, targets, [len(v) - k for v, k in zip(phrase_feats, num_negatives)], negative_sources)
         boxes = [s[0] for s in samples]
-        regions = self.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+        if region_rows is None:
+            regions = self.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+        else:
+            regions = [rows[s[3]] for rows, s in zip(region_rows, samples)]
         embeds = self.box_regressor.embed_phrases(cat(phrase_feats)).split([len(v) for v in phrase_feats])
         totals = {}
-        for (b, tgt, gt), r, v, e in zip(samples, regions, phrase_feats, embeds):
+        for (b, tgt, gt, _), r, v, e in zip(samples, regions, phrase_feats, embeds):
             _, cls_losses = self.classifier(r, v, tgt)
             cls_losses["loss_phrase_box_reg"] = self._box_loss(b, r, e, tgt, gt)
             for k, val in cls_losses.items():
@@ -186,19 +194,24 @@ class PhraseROIHeads(nn.Module):
         return top.sigmoid(), refined.reshape(len(embeds), k, 4)
 
     @torch.no_grad()
-    def inference(self, images, features, proposals, phrase_feats):
+    def inference(self, images, features, proposals, phrase_feats, regions=None):
         """
         Args:
             phrase_feats: per image, [P_i, D_t] features of the phrases to score (all images may
                 share one vocabulary tensor).
+            regions: per image, [R_i, D] features of its proposals, looked up
+                (:class:`~.region_cache.RegionCache`); None: computed from ``features``. With them,
+                ``images`` may be a list of image sizes (H, W) and ``features`` None.
 
         Returns:
             per image, (scores [P_i, K], boxes [P_i, K, 4]) on the CPU, boxes in the resized image.
         """
         boxes = [p.proposal_boxes for p in proposals]
-        regions = self.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+        sizes = getattr(images, "image_sizes", images)
+        if regions is None:
+            regions = self.region_features(features, boxes, sizes).split([len(b) for b in boxes])
         results = []
-        for b, r, size, v in zip(boxes, regions, images.image_sizes, phrase_feats):
+        for b, r, size, v in zip(boxes, regions, sizes, phrase_feats):
             if len(b) == 0:
                 results.append((torch.full((len(v), 0), float("nan")), torch.zeros((len(v), 0, 4))))
                 continue
@@ -209,9 +222,10 @@ class PhraseROIHeads(nn.Module):
             results.append((cat([s for s, _ in parts]).cpu(), cat([x for _, x in parts]).cpu()))
         return results
 
-    def forward(self, images, features, proposals, targets=None, phrase_feats=None, negative_sources=None):
+    def forward(self, images, features, proposals, targets=None, phrase_feats=None, negative_sources=None, region_rows=None):
         """Training: ``({}, losses)``; inference: ``(results, {})`` (see :meth:`inference`).
-        ``negative_sources``: training with NPA only (see :meth:`_sample`)."""
+        ``negative_sources``: training with NPA only (see :meth:`_sample`); ``region_rows``:
+        training on cached region features (see :meth:`losses`)."""
         if self.training:
-            return {}, self.losses(images, features, proposals, targets, phrase_feats, negative_sources)
+            return {}, self.losses(images, features, proposals, targets, phrase_feats, negative_sources, region_rows)
         return self.inference(images, features, proposals, phrase_feats), {}
