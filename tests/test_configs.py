@@ -13,6 +13,9 @@ CONFIG_DIR = os.path.join(os.path.dirname(__file__), "..", "configs")
 CONFIGS = sorted(glob.glob(os.path.join(CONFIG_DIR, "**", "*.yaml"), recursive=True))
 FAMILIES = {"": "PhraseRCNN", "retrieval": "ImageTextEmbedding", "pointing": "DSVELoc",
             "pretraining": "MultiLabelImageClassifier"}
+# Configs whose meta-architecture is not their family's: the built-in stand-in for a COCO detector
+# is Detectron2's own Faster R-CNN.
+ARCHITECTURES = {"pretraining/builtin_detector.yaml": "GeneralizedRCNN"}
 # A family's configs inherit from its own folder, or from the bases named here: the pointing
 # family trains on captions with the retrieval family's budget, written once in its base.
 SHARED_BASES = {"pointing": {"../retrieval/Base-Retrieval.yaml"}}
@@ -44,9 +47,9 @@ def test_config_parses_and_stays_in_its_family(path):
     cfg = _load(path)
     if _family(path) == "pretraining":  # its own key (labels say nothing of positions); its mapper reads no other
         assert cfg.INPUT.PRETRAINING.RANDOM_FLIP is False
-    else:  # captions and phrases say "on the left"
+    if _family(path) != "pretraining" or _name(path) in ARCHITECTURES:  # captions and phrases say "on the left"
         assert cfg.INPUT.RANDOM_FLIP == "none"
-    assert cfg.MODEL.META_ARCHITECTURE == FAMILIES[_family(path)]
+    assert cfg.MODEL.META_ARCHITECTURE == ARCHITECTURES.get(_name(path), FAMILIES[_family(path)])
     with open(path) as f:
         base = (yaml.safe_load(f) or {}).get("_BASE_")
     if base is not None:  # a base is a config of the same folder, or a shared base of the family
@@ -77,7 +80,8 @@ BUILTIN = {
 
 
 @pytest.mark.parametrize("path", [p for p in CONFIGS if not os.path.basename(p).startswith("Base-")]
-                         + [os.path.join(CONFIG_DIR, "Base-Builtin.yaml"), os.path.join(CONFIG_DIR, "retrieval", "Base-Retrieval.yaml"),
+                         + [os.path.join(CONFIG_DIR, "Base-Builtin.yaml"), os.path.join(CONFIG_DIR, "Base-Builtin-Pretrained.yaml"),
+                            os.path.join(CONFIG_DIR, "retrieval", "Base-Retrieval.yaml"),
                             os.path.join(CONFIG_DIR, "pointing", "Base-DSVE-Loc.yaml")],
                          ids=_name)
 def test_config_builds_a_model(path, builtin_root):
@@ -97,5 +101,13 @@ def test_config_builds_a_model(path, builtin_root):
 
         x = ImageLabelsMapper(cfg, is_train=False)(DatasetCatalog.get(cfg.DATASETS.TEST[0])[0])
         assert model.eval()([x])[0]["scores"].shape == (cfg.MODEL.CLASSIFIER.NUM_LABELS,)
+    elif hasattr(model, "roi_heads"):  # the pretraining detector: boxes of its classes
+        from detectron2.data import DatasetCatalog
+
+        from phrasedet.data import DetectionDatasetMapper
+
+        x = DetectionDatasetMapper(cfg, is_train=False)(DatasetCatalog.get(cfg.DATASETS.TEST[0])[0])
+        out = model.eval()([x])[0]["instances"]
+        assert out.image_size == (x["height"], x["width"]) and out.pred_classes.lt(cfg.MODEL.ROI_HEADS.NUM_CLASSES).all()
     else:
         assert model.eval().embed_captions(["a red circle"]).shape == (1, cfg.MODEL.RETRIEVAL.EMBED_DIM)

@@ -8,9 +8,12 @@ evaluator, as Detectron2's own ``train_net.py`` does:
 | ``phrase_detection`` | :class:`PhraseDatasetMapper` (at test, every image is asked about the whole test vocabulary when ``TEST.PHRASE_DETECTION.VOCABULARY`` is ``"dataset"``) | :class:`PhraseDetectionEvaluator` (with the phrase filter of ``TEST.PHRASE_FILTER`` when set, built once per split per evaluation by the evaluating process, :mod:`.phrase_filtering`) |
 | ``retrieval`` | :class:`CaptionDatasetMapper` (pixels, or precomputed feature rows) | :class:`RetrievalEvaluator` (given the model's scorer) |
 | ``pointing`` | :class:`PointingDatasetMapper` (``DSVELoc``), or the phrase-detection test mapper asked about each query's phrase (``PhraseRCNN``) | :class:`PointingGameEvaluator` |
+| ``image_labels`` | :class:`ImageLabelsMapper` | :class:`ImageLabelsEvaluator` |
+| ``coco`` (object detection) | :class:`DetectionDatasetMapper` (Detectron2's ``DatasetMapper``; built-in images drawn from their ``render_key``) | Detectron2's ``COCOEvaluator`` (box AP) |
 
-Training splits are phrase-grounding (``PhraseRCNN``) or caption splits (``ImageTextEmbedding``,
-``DSVELoc``); pointing splits are for evaluation only.
+Training splits are phrase-grounding (``PhraseRCNN``), caption (``ImageTextEmbedding``,
+``DSVELoc``), image-labels (``MultiLabelImageClassifier``) or detection splits (Detectron2's
+``GeneralizedRCNN``: the built-in pretrained detector); pointing splits are for evaluation only.
 
 It also trains on several CPU processes with gloo, builds the optimizer of
 ``PHRASEDET.SOLVER`` and adds the retrieval hooks: unfreezing a backbone frozen until
@@ -28,12 +31,13 @@ import torch.distributed as dist
 from detectron2.data import (DatasetCatalog, MetadataCatalog, build_detection_test_loader, build_detection_train_loader,
                              get_detection_dataset_dicts)
 from detectron2.engine import DefaultTrainer
+from detectron2.evaluation import COCOEvaluator
 from detectron2.utils import comm
 
-from phrasedet.data import (CaptionDatasetMapper, ImageLabelsMapper, PhraseDatasetMapper, PointingDatasetMapper,
-                            attach_image_features, phrase_detector_pointing_mapper)
-from phrasedet.data.datasets import (EVALUATOR_TYPE, IMAGE_LABELS_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE,
-                                     RETRIEVAL_EVALUATOR_TYPE)
+from phrasedet.data import (CaptionDatasetMapper, DetectionDatasetMapper, ImageLabelsMapper, PhraseDatasetMapper,
+                            PointingDatasetMapper, attach_image_features, phrase_detector_pointing_mapper)
+from phrasedet.data.datasets import (DETECTION_EVALUATOR_TYPE, EVALUATOR_TYPE, IMAGE_LABELS_EVALUATOR_TYPE,
+                                     POINTING_EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE)
 from phrasedet.data.synthetic.labels import label_groups
 from phrasedet.data.image_features import stored_image_input
 from phrasedet.data.train_stream import ResumableTrainStream, build_resumable_train_loader
@@ -51,7 +55,8 @@ from .phrase_filtering import PHRASE_FILTER_FILE, build_phrase_filter, check_phr
 __all__ = ["PhrasedetTrainer", "PhraseTrainer", "broadcast_buffers", "build_train_loader", "dataset_task", "exact_resume_supported"]
 
 logger = logging.getLogger("phrasedet.engine")
-TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, IMAGE_LABELS_EVALUATOR_TYPE)
+TASKS = (EVALUATOR_TYPE, RETRIEVAL_EVALUATOR_TYPE, POINTING_EVALUATOR_TYPE, IMAGE_LABELS_EVALUATOR_TYPE,
+         DETECTION_EVALUATOR_TYPE)
 
 
 def dataset_task(name: str) -> str:
@@ -105,7 +110,8 @@ def build_train_loader(cfg, records, mapper, aspect_ratio_grouping: bool):
 
 
 def _phrase_train_records(cfg) -> list:
-    """Detectron2's training records of ``DATASETS.TRAIN`` (empty images filtered as it does)."""
+    """Detectron2's training records of ``DATASETS.TRAIN`` (empty images filtered as it does): of
+    phrase-grounding and of detection splits."""
     return get_detection_dataset_dicts(cfg.DATASETS.TRAIN, filter_empty=cfg.DATALOADER.FILTER_EMPTY_ANNOTATIONS)
 
 
@@ -168,10 +174,21 @@ def _image_labels_evaluator(cfg, dataset_name, output_folder, model):
     return ImageLabelsEvaluator(dataset_name, label_groups(cfg.PHRASEDET.PRETRAINING.LABEL_GROUPS))
 
 
+def _detection_test_loader(cfg, dataset_name):
+    return build_detection_test_loader(cfg, dataset_name, mapper=DetectionDatasetMapper(cfg, is_train=False))
+
+
+def _detection_evaluator(cfg, dataset_name, output_folder, model):
+    # box AP only; the ground truth is converted from the records into output_folder once
+    return COCOEvaluator(dataset_name, tasks=("bbox",), output_dir=output_folder)
+
+
 TEST_LOADERS = {EVALUATOR_TYPE: _phrase_test_loader, RETRIEVAL_EVALUATOR_TYPE: _caption_test_loader,
-                POINTING_EVALUATOR_TYPE: _pointing_test_loader, IMAGE_LABELS_EVALUATOR_TYPE: _image_labels_test_loader}
+                POINTING_EVALUATOR_TYPE: _pointing_test_loader, IMAGE_LABELS_EVALUATOR_TYPE: _image_labels_test_loader,
+                DETECTION_EVALUATOR_TYPE: _detection_test_loader}
 EVALUATORS = {EVALUATOR_TYPE: _phrase_evaluator, RETRIEVAL_EVALUATOR_TYPE: _retrieval_evaluator,
-              POINTING_EVALUATOR_TYPE: _pointing_evaluator, IMAGE_LABELS_EVALUATOR_TYPE: _image_labels_evaluator}
+              POINTING_EVALUATOR_TYPE: _pointing_evaluator, IMAGE_LABELS_EVALUATOR_TYPE: _image_labels_evaluator,
+              DETECTION_EVALUATOR_TYPE: _detection_evaluator}
 
 
 def broadcast_buffers(model) -> None:
@@ -204,8 +221,8 @@ class PhrasedetTrainer(DefaultTrainer):
         if task == IMAGE_LABELS_EVALUATOR_TYPE:
             records = [r for name in cfg.DATASETS.TRAIN for r in DatasetCatalog.get(name)]
             return build_train_loader(cfg, records, ImageLabelsMapper(cfg, is_train=True), aspect_ratio_grouping=False)
-        return build_train_loader(cfg, _phrase_train_records(cfg), PhraseDatasetMapper(cfg, is_train=True),
-                                  cfg.DATALOADER.ASPECT_RATIO_GROUPING)
+        mapper = (DetectionDatasetMapper if task == DETECTION_EVALUATOR_TYPE else PhraseDatasetMapper)(cfg, is_train=True)
+        return build_train_loader(cfg, _phrase_train_records(cfg), mapper, cfg.DATALOADER.ASPECT_RATIO_GROUPING)
 
     def resume_or_load(self, resume=True):
         """Detectron2's, then: the training stream starts at the resumed iteration, and

@@ -280,7 +280,11 @@ def test_anchors_built_in_configs_unchanged_real_data_configs_as_their_checkpoin
     for path in glob.glob(os.path.join(CONFIG_DIR, "*.yaml")):
         cfg = phrasedet_config(os.path.basename(path), tmp_path)
         a = cfg.MODEL.ANCHOR_GENERATOR
-        if "Base-Builtin.yaml" in _chain(path):  # the CPU configs and their published numbers
+        if "Base-Builtin-Pretrained.yaml" in _chain(path):  # the CPU configs from the built-in pretrained detector
+            assert (a.SIZES, a.ASPECT_RATIOS, cfg.MODEL.WEIGHTS, cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == \
+                ([[16, 32, 64, 128]], [[0.5, 1.0, 2.0]], "phrasedet://builtin_detector/model_final.pth",
+                 ["backbone", "proposal_generator", "roi_heads.region_features"]), path
+        elif "Base-Builtin.yaml" in _chain(path):  # the CPU configs and their published numbers
             assert (a.SIZES, a.ASPECT_RATIOS, cfg.MODEL.WEIGHTS, cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == \
                 ([[16, 32, 64, 128]], [[0.5, 1.0, 2.0]], "", []), path
             checked["builtin"] += 1

@@ -19,15 +19,18 @@ from .flickr30k_entities import (
     read_unrelated_captions,
 )
 from .karpathy import KarpathyImage, read_karpathy_split, select_karpathy_split
+from .pretraining_detection import load_pretraining_detection
 from .pointing import pointing_query, pointing_record, pointing_records_from_grounding
 from .referit import load_referit
 from .register import (
+    DETECTION_EVALUATOR_TYPE,
     EVALUATOR_TYPE,
     IMAGE_LABELS_EVALUATOR_TYPE,
     POINTING_EVALUATOR_TYPE,
     RETRIEVAL_EVALUATOR_TYPE,
     register_caption_dataset,
     register_coco_karpathy,
+    register_detection_dataset,
     register_flickr30k_captions,
     register_flickr30k_entities,
     register_grounding_pointing,

@@ -42,6 +42,10 @@ Pointing-game splits (``evaluator_type="pointing"``, records with ``queries``, d
 Image-labels splits (``evaluator_type="image_labels"``): ``builtin_pretraining_{train,val}``
 (100,000 and 1,000 images), the built-in stand-in for ImageNet
 (:mod:`phrasedet.data.synthetic.pretraining`): images drawn on demand, never the benchmark's.
+
+Detection splits (Detectron2's ``evaluator_type="coco"``): ``builtin_pretraining_detection_{train,val}``,
+the same images with a box and one of 48 (colour, shape) classes per object, the built-in
+stand-in for COCO (:mod:`.pretraining_detection`; boxes computed once into ``$PHRASEDET_CACHE``).
 """
 import functools
 import os
@@ -56,11 +60,13 @@ from .flickr30k_captions import (
     load_flickr30k_token_captions,
 )
 from .flickr30k_entities import load_flickr30k_entities
+from .pretraining_detection import load_pretraining_detection
 from .referit import load_referit
 from .register import (
     register_caption_dataset,
     register_grounding_dataset,
     register_grounding_pointing,
+    register_detection_dataset,
     register_image_labels_dataset,
     register_pointing_dataset,
 )
@@ -265,8 +271,18 @@ def _pretraining_records(split):
     return pretraining_records(split, PRETRAINING_SIZES[split])
 
 
+def _pretraining_detection(split):
+    return cached_load(load_pretraining_detection, split, PRETRAINING_SIZES[split])
+
+
 def _register_pretraining_builtins():
-    """The image-labels names of the pretraining split (records made on first use, images drawn when read)."""
+    """The image-labels and detection names of the pretraining split (records made on first use,
+    images drawn when read)."""
+    from phrasedet.data.synthetic.pretraining import DETECTION_CLASSES
+
     for split in PRETRAINING_SIZES:
         register_image_labels_dataset(f"builtin_pretraining_{split}", functools.partial(_pretraining_records, split),
                                       dict(dataset="builtin_pretraining", split=split, builtin=True))
+        register_detection_dataset(f"builtin_pretraining_detection_{split}", functools.partial(_pretraining_detection, split),
+                                   dict(dataset="builtin_pretraining", split=split, builtin=True,
+                                        thing_classes=list(DETECTION_CLASSES)))

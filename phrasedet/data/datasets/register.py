@@ -16,7 +16,7 @@ __all__ = [
     "register_caption_dataset", "register_flickr30k_captions", "register_coco_karpathy", "register_vsepp_precomp",
     "RETRIEVAL_EVALUATOR_TYPE", "POINTING_EVALUATOR_TYPE", "register_pointing_dataset",
     "register_visual_genome_pointing", "register_grounding_pointing", "IMAGE_LABELS_EVALUATOR_TYPE",
-    "register_image_labels_dataset",
+    "register_image_labels_dataset", "DETECTION_EVALUATOR_TYPE", "register_detection_dataset",
 ]
 
 # MetadataCatalog evaluator_type of every phrase-grounding split (phrase mAP + localization).
@@ -27,6 +27,8 @@ RETRIEVAL_EVALUATOR_TYPE = "retrieval"
 POINTING_EVALUATOR_TYPE = "pointing"
 # MetadataCatalog evaluator_type of every image-labels split (the built-in pretraining split: multi-label classification).
 IMAGE_LABELS_EVALUATOR_TYPE = "image_labels"
+# MetadataCatalog evaluator_type of every object-detection split (Detectron2's own: COCO box AP).
+DETECTION_EVALUATOR_TYPE = "coco"
 
 
 def _register(name, loader, evaluator_type, metadata):
@@ -153,3 +155,12 @@ def register_image_labels_dataset(name, loader, metadata):
     """Register an image-labels split (records an ``ImageLabelsMapper`` reads) with
     ``evaluator_type="image_labels"``."""
     _register(name, loader, IMAGE_LABELS_EVALUATOR_TYPE, metadata)
+
+
+def register_detection_dataset(name, loader, metadata):
+    """Register an object-detection split (Detectron2 standard dicts with ``annotations`` of
+    ``category_id`` < ``len(metadata["thing_classes"])``) with Detectron2's
+    ``evaluator_type="coco"``: ``DetectionDatasetMapper`` reads it, ``COCOEvaluator`` scores it."""
+    if not metadata.get("thing_classes"):
+        raise ValueError(f"detection split {name!r}: its metadata must name its thing_classes")
+    _register(name, loader, DETECTION_EVALUATOR_TYPE, metadata)

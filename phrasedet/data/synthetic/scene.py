@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw
 __all__ = [
     "COLOURS", "SHAPES", "BACKGROUNDS", "IMAGE_SIZES", "HELD_OUT_COMBOS", "RARE_COMBOS",
     "FREQUENT_COMBOS", "SMALL_MAX_SIDE", "SceneObject", "Scene", "combo_design", "plan_scene",
-    "render_scene",
+    "place_shapes", "render_scene",
 ]
 
 #: Object colours (RGB) chosen to stay distinguishable on every background.
@@ -261,8 +261,21 @@ def _shape_mask(obj: SceneObject, width: int, height: int) -> Image.Image:
     return mask
 
 
+def place_shapes(scene: Scene) -> list:
+    """The drawn mask (bool [H, W]) of every object of a planned scene, in order; sets every
+    object's ``box`` to its drawn pixel extent. Draws nothing random: the boxes of a scene are known
+    without rendering its pixels (:func:`render_scene` draws the same masks)."""
+    masks = []
+    for obj in scene.objects:
+        mask = np.asarray(_shape_mask(obj, scene.width, scene.height)) > 0
+        ys, xs = np.nonzero(mask)
+        obj.box = (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max()))
+        masks.append(mask)
+    return masks
+
+
 def render_scene(scene: Scene, rng: np.random.Generator) -> Image.Image:
-    """Draw a scene; sets every object's ``box`` to its drawn pixel extent.
+    """Draw a scene; sets every object's ``box`` to its drawn pixel extent (:func:`place_shapes`).
 
     The background and the objects get a small colour jitter and the whole image mild noise,
     all from ``rng``.
@@ -270,10 +283,7 @@ def render_scene(scene: Scene, rng: np.random.Generator) -> Image.Image:
     w, h = scene.width, scene.height
     base = np.array(BACKGROUNDS[scene.background], dtype=np.float32) + rng.uniform(-10, 10, 3)
     canvas = np.broadcast_to(base, (h, w, 3)).copy()
-    for obj in scene.objects:
-        mask = np.asarray(_shape_mask(obj, w, h)) > 0
-        ys, xs = np.nonzero(mask)
-        obj.box = (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max()))
+    for obj, mask in zip(scene.objects, place_shapes(scene)):
         colour = np.array(COLOURS[obj.colour], dtype=np.float32) + rng.uniform(-12, 12, 3)
         canvas[mask] = colour
     canvas += rng.normal(0.0, 4.0, canvas.shape)

@@ -1,7 +1,8 @@
 """Initialize a backbone from the backbone of another model's checkpoint (``MODEL.RETRIEVAL.BACKBONE_WEIGHTS``).
 
 Detectron2's ``MODEL.WEIGHTS`` loads a whole model; :func:`load_backbone_weights` loads one
-backbone, from any file :func:`~.files.read_checkpoint` reads: the tensors under
+backbone, from any file :func:`~.files.read_checkpoint` reads (or address Detectron2's ``PathManager``
+resolves, e.g. ``phrasedet://builtin_cnn/backbone.pth``): the tensors under
 ``image_encoder.backbone.`` (our embedding models), ``backbone.bottom_up.`` (a model-zoo FPN
 detector's ResNet) or ``backbone.`` (our detectors, a model-zoo C4 detector) of a checkpoint, or
 an ImageNet file (Detectron2-converted ``.pkl``, Caffe2 ``.pkl``, raw torchvision ``.pth``)
@@ -12,6 +13,7 @@ import logging
 import os
 
 import torch
+from detectron2.utils.file_io import PathManager
 
 from phrasedet.fileio import BadFileError
 
@@ -43,6 +45,8 @@ def load_backbone_weights(backbone: torch.nn.Module, path: str) -> None:
     """Load the backbone tensors of the weights file ``path`` (see the module docstring) into
     ``backbone``; errors (:class:`~phrasedet.fileio.BadFileError`) name the file and the first
     keys that are missing or do not fit, or say it does not read."""
+    if "://" in path:  # a phrasedet:// (built-in model) or downloadable address: Detectron2's PathManager
+        path = PathManager.get_local_path(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"MODEL.RETRIEVAL.BACKBONE_WEIGHTS: no file {path!r}")
     checkpoint = read_checkpoint(path)

@@ -34,6 +34,8 @@ from detectron2.checkpoint import DetectionCheckpointer
 from detectron2.layers import FrozenBatchNorm2d
 from torch import nn
 
+from phrasedet.builtin_weights import PREFIX as BUILTIN_PREFIX
+
 from .files import CAFFE2_AUTHOR, read_checkpoint
 from .load_report import PRETRAINED_KEY, LoadReport, counted_tensors, model_parts
 from .names import match_checkpoint, name_aliases
@@ -130,7 +132,7 @@ class PhrasedetCheckpointer(DetectionCheckpointer):
         try:
             return super().load(path, *args, **kwargs)
         except OSError as e:  # urllib's URLError included
-            if "://" not in path:
+            if "://" not in path or path.startswith(BUILTIN_PREFIX):  # a built-in model's address says what is missing
                 raise
             raise OSError(f"MODEL.WEIGHTS {path!r} could not be downloaded ({type(e).__name__}: {e}). Offline, fetch the "
                           "file on another machine and set MODEL.WEIGHTS to the local copy (docs/TRAINING.md, "
