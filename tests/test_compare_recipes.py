@@ -1,87 +1,91 @@
-"""tools/compare_recipes.py: the results tables, and the phrase-filtering rows read from an
-evaluation's results and log."""
+"""tools/compare_recipes.py: which runs it asks for, on which detector and seeds, how it keeps the
+detector and reads the schedule of each run (train_net replaced by a fake that writes results)."""
 import importlib.util
+import json
 import os
+
+import pytest
+import torch
 
 _spec = importlib.util.spec_from_file_location("compare_recipes", os.path.join(os.path.dirname(__file__), "..", "tools", "compare_recipes.py"))
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
-METRICS = {"mAP": 12.875, "mAP_zero_shot": 5.06, "mAP_few_shot": 8.2, "mAP_common": 25.37, "loc_acc": 64.17,
-           "num_phrases_common": float("nan")}
+METRICS = {"mAP": 12.0, "mAP_zero_shot": 5.0, "mAP_few_shot": 8.0, "mAP_common": 23.0, "loc_acc": 64.0}
 
 
-def test_table_has_one_row_per_model_in_bucket_order():
-    m = METRICS
-    text = compare.format_table([("cite_cca", m, "9.0 min"), ("cite", {**m, "mAP_zero_shot": float("nan")}, "3.1 min")])
-    lines = text.splitlines()
-    assert lines[0] == "| model | zero-shot mAP | few-shot mAP | common mAP | mAP (mean of buckets) | localization acc. | wall time of this run |"
-    assert lines[2] == "| cite_cca | 5.06 | 8.20 | 25.37 | 12.88 | 64.2 % | 9.0 min |"
-    assert lines[3].startswith("| cite | n/a | 8.20 |")
-
-
-def _m(zero, few, common, loc):
-    return {"mAP_zero_shot": zero, "mAP_few_shot": few, "mAP_common": common, "mAP": (zero + few + common) / 3, "loc_acc": loc}
-
-
-PER_SEED = {  # config: [seed 0, seed 1]
-    "cite_cca": [_m(9.0, 15.0, 24.0, 70.0), _m(7.0, 13.0, 26.0, 72.0)],
-    "cite": [_m(4.0, 9.0, 29.0, 66.0), _m(8.0, 10.0, 27.0, 68.0)],
-    "cca": [_m(10.0, 17.0, 30.0, 68.0), _m(10.0, 17.0, 30.0, 68.0)],
-}
-
-
-def test_seed_table_gives_each_seed_and_the_mean_and_sample_sd():
-    lines = compare.format_seed_table(PER_SEED, [0, 1]).splitlines()
-    assert lines[0].startswith("| model | mAP, seed 0 | mAP, seed 1 | mean zero-shot mAP |")
-    cells = [c.strip() for c in lines[2].strip("|").split("|")]
-    # overall 16.00 and 15.33; zero-shot mean 8, sd sqrt(2) = 1.41; loc 71.0 +- 1.41
-    assert cells == ["cite_cca", "16.00", "15.33", "8.00 ± 1.41", "14.00 ± 1.41", "25.00 ± 1.41", "15.67 ± 0.47", "71.0 % ± 1.41"]
-    assert lines[4].split("|")[4].strip() == "10.00 ± 0.00"
-
-
-def test_init_differences_pair_each_cca_config_with_its_random_init_seed_by_seed():
-    lines = compare.format_init_differences(PER_SEED, [0, 1]).splitlines()
-    assert len(lines) == 3  # cca has no random-init partner
-    cells = [c.strip() for c in lines[2].strip("|").split("|")]
-    # seed 0: +5, +6, -5, overall +2, loc +4; seed 1: -1, +3, -1, overall +0.33, loc +4
-    assert cells == ["cite_cca - cite", "+2.00 (1/2 won)", "+4.50 (2/2 won)", "-3.00 (0/2 won)", "+1.17 (2/2 won)",
-                     "+4.00 (2/2 won)", "+2.00, +0.33 (seeds 0, 1)"]
-
-
-def test_config_seed_reads_the_config_and_the_overrides():
-    assert compare.config_seed("cite_cca", []) == 0
-    assert compare.config_seed("cite_cca", ["SEED", "7"]) == 7
-
-
-def test_filtering_rows_give_the_unfiltered_row_then_each_top_n_with_its_recall_and_added_time(monkeypatch):
+@pytest.fixture
+def fake_runs(monkeypatch):
+    """Every train_net run replaced: it writes results.json (and, for a cca run that trains stage 1,
+    the detector) and is listed as (model, out, resume, {KEY: VALUE})."""
     calls = []
 
-    def fake_eval_only(config, root, name, extra):
-        n = int(extra[extra.index("TEST.PHRASE_FILTER.TOP_N") + 1])
-        calls.append((config, name, extra))
-        log = (f"Phrase filter of x: top {n} of 3000 sentences (s) for 150 images; model built in 1.2 s, sentences embedded "
-               f"in 0.8 s, {30 + n / 25:.1f} ms per test image, 40.1 allowed tokens per image on average\n"
-               "Total inference pure compute time: 0:01:46 (0.712345 s / iter per device, on 1 devices)\n")
-        return log, {"phrase_detection": {**METRICS, "mAP": 11.0 + n / 100, "filter_recall": 97.24},
-                     "phrase_detection_unfiltered": METRICS}
+    def train_run(name, config, out, resume, opts, flags=(), records=None):
+        opts = [str(o) for o in opts]
+        calls.append((name, os.path.basename(config), out, resume, dict(zip(opts[::2], opts[1::2])), list(flags)))
+        os.makedirs(out, exist_ok=True)
+        if "PHRASEDET.RECIPE.DETECTOR_WEIGHTS" not in opts and name == "cca":
+            os.makedirs(os.path.join(out, "stage1_detector"), exist_ok=True)
+            torch.save({"model": {"w": torch.tensor([float(dict(zip(opts[::2], opts[1::2]))["SEED"])])}, "iteration": 9},
+                       os.path.join(out, "stage1_detector", "model_final.pth"))
+        results = {"phrase_detection": METRICS, "phrase_detection_ppa": {**METRICS, "mAP": 13.0}}
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"final_model": os.path.join(out, "model_best.pth"), "results": results}, f)
+        if records is not None:
+            records.save(out, name=name)
+        return results, 1.5
 
-    monkeypatch.setattr(compare, "_eval_only", fake_eval_only)
-    retrieval = {"config": "r.yaml", "weights": "r.pth", "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features"]}
-    rows = compare.run_filtering("cite_cca", "out", [75, 100], retrieval, ["SEED", "1"])
-    assert [r[0] for r in rows] == ["cite_cca, no filtering", "cite_cca, filtered by the top 75 sentences",
-                                    "cite_cca, filtered by the top 100 sentences"]
-    assert rows[0][1] is METRICS and rows[1][1]["mAP"] == 11.75 and rows[2][1]["mAP"] == 12.0
-    assert rows[1][2] == "recall 97.2 %; +33 ms per image (detector 712 ms) + 0.8 s once"
-    assert [c[1] for c in calls] == ["filter_top75", "filter_top100"]
-    keys = calls[0][2]
-    assert keys[keys.index("TEST.PHRASE_FILTER.RETRIEVAL_OPTS") + 1] == "['MODEL.RETRIEVAL.IMAGE_INPUT', 'features']"
-    assert keys[-2:] == ["SEED", "1"]
+    monkeypatch.setattr(compare, "train_run", train_run)
+    return calls
 
 
-def test_ppa_footer_counts_test_instances_per_bucket_without_and_with_ppa():
-    plain = {"num_instances_zero_shot": 140, "num_instances_few_shot": 840, "num_instances_common": 287}
-    ppa = {"num_instances_zero_shot": 146, "num_instances_few_shot": 1387, "num_instances_common": 550}
-    lines = compare.format_ppa_footer(plain, ppa).splitlines()
-    assert lines[2] == "| plain | 140 | 840 | 287 | 1,267 |"
-    assert lines[3] == "| PPA-augmented | 146 | 1,387 | 550 | 2,083 |"
+def _args(tmp_path, *extra):
+    p = ["--output-root", str(tmp_path / "out"), "--detectors", "1", "--seeds", "0", "2", *extra]
+    return p
+
+
+def test_the_cca_run_trains_the_detector_which_is_kept_and_every_other_run_starts_from_it(tmp_path, fake_runs, monkeypatch):
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    compare.main(_args(tmp_path, "--record-root", str(tmp_path / "records"), "--models", "cca", "cite_cca", "detector"))
+    first, *rest = fake_runs
+    assert first[0] == "cca" and first[3] is False and first[4]["SEED"] == "1" and "PHRASEDET.RECIPE.DETECTOR_WEIGHTS" not in first[4]
+    kept = tmp_path / "records" / "detector1" / "detector.pth"
+    state = torch.load(kept, weights_only=True)
+    assert list(state) == ["model"] and torch.equal(state["model"]["w"], torch.tensor([1.0]))  # no iteration, no optimizer
+    # the cca run is then finished (not trained again), and every run reads the kept detector
+    assert [(c[0], c[4].get("SEED"), c[3]) for c in rest] == [("cca", "1", True), ("cite_cca", "0", False),
+                                                              ("cite_cca", "2", False), ("detector", "1", False)]
+    for c in rest:
+        assert c[4]["PHRASEDET.RECIPE.DETECTOR_WEIGHTS"] == str(kept)
+        assert c[4]["TEST.PHRASE_DETECTION.PPA"] == "True" and c[4]["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT"] == "False"
+    assert rest[-1][4]["PHRASEDET.RECIPE.CLASSIFIER_ITERS"] == "0"  # the detector's own classifier, tested untrained
+    assert rest[1][2] == str(tmp_path / "out" / "detector1" / "seed0" / "cite_cca")
+    summary = json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]["detector1"]
+    assert summary["runs"]["cca"] == [METRICS] and summary["runs"]["cite_cca_ppa"][0]["mAP"] == 13.0
+    assert (tmp_path / "records" / "detector1" / "cca" / "record.json").is_file()  # recorded once the detector's digest is known
+
+
+def test_a_kept_detector_is_never_trained_again(tmp_path, fake_runs, monkeypatch):
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    kept = tmp_path / "records" / "detector1" / "detector.pth"
+    kept.parent.mkdir(parents=True)
+    torch.save({"model": {"w": torch.tensor([7.0])}}, kept)
+    compare.main(_args(tmp_path, "--record-root", str(tmp_path / "records"), "--models", "cca", "--resume"))
+    assert [(c[0], c[3], c[4]["PHRASEDET.RECIPE.DETECTOR_WEIGHTS"]) for c in fake_runs] == [("cca", True, str(kept))]
+
+
+def test_the_schedule_table_reads_where_each_phase_stopped_and_what_was_selected(tmp_path):
+    comparison = compare.DetectorComparison(0, type("A", (), {"output_root": str(tmp_path), "record_root": ""})())
+    run = tmp_path / "detector0" / "seed0" / "cite"
+    (run / "stage3_classifier").mkdir(parents=True)
+    (run / "stage3b_classifier").mkdir()
+    (run / "stage3_classifier" / "early_stop.json").write_text(json.dumps({"iteration": 2099, "evaluations_without_gain": 5,
+                                                                          "patience": 5}))
+    (run / "stage3_classifier" / "selection.json").write_text(json.dumps(
+        {"metric": "m", "mode": "max", "value": 71.25, "iteration": 1349, "stage": "stage3_classifier", "weights": "w"}))
+    lines = compare.schedule_table(comparison, ["cite", "cca"], [0]).splitlines()
+    assert lines[2] == "| cite | 0 | 2099 (5 val. without gain) | its cap | stage3_classifier, 1349, 71.2 |"
+    assert len(lines) == 3  # cca trains nothing in stage 3: no row
+    files = comparison.curve_files(["cite", "cca", "cite_cca_init"], [0, 1])
+    assert list(files) == ["cite"] and files["cite"][1] == [str(tmp_path / "detector0" / "seed1" / "cite" / s / "metrics.json")
+                                                           for s in ("stage3_classifier", "stage3b_classifier")]

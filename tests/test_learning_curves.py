@@ -7,7 +7,7 @@ import os
 import pytest
 
 from phrasedet.engine.comparison import budget_opts, draw_curves, selected_weights, selection_opts
-from phrasedet.utils.learning_curves import format_plateaus, plateau_iteration, plot_curves, read_curve
+from phrasedet.utils.learning_curves import format_plateaus, join_phases, plateau_iteration, plot_curves, read_curve
 
 
 def _metrics(path, records):
@@ -69,3 +69,14 @@ def test_budget_selection_and_the_selected_weights(tmp_path):
     (tmp_path / "selection.json").write_text(json.dumps({"metric": "retrieval/rsum", "mode": "max", "value": 1.0, "iteration": 9,
                                                          "stage": "train", "weights": "./out/run/model_best.pth"}))
     assert selected_weights(str(tmp_path)) == str(tmp_path / "model_best.pth")  # a relative record: in the run's folder
+
+
+def test_phases_join_end_to_end_and_draw_curves_reads_each_run_s_phases(tmp_path):
+    assert join_phases([[(0, 1.0), (4, 2.0)], [], [(0, 3.0), (2, 4.0)]]) == [(0, 1.0), (4, 2.0), (5, 3.0), (7, 4.0)]
+    assert join_phases([[], []]) == []
+    adam, sgd = tmp_path / "a.json", tmp_path / "b.json"
+    adam.write_text(json.dumps({"iteration": 149, "phrase_detection/loc_acc": 60.0}) + "\n")
+    sgd.write_text(json.dumps({"iteration": 9, "phrase_detection/loc_acc": 62.5}) + "\n")
+    text = draw_curves({"cite": [[str(adam), str(sgd)], [str(tmp_path / "none.json")]]}, str(tmp_path / "c.png"), "t",
+                       "phrase_detection/loc_acc", 1.0, "loc")
+    assert "| cite | 62.5 (159) | 159 |" in text and os.path.isfile(tmp_path / "c.png")

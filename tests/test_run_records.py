@@ -186,3 +186,16 @@ def test_a_record_is_dirty_when_the_code_differs_from_its_commit_not_the_docs(tm
     assert _git_state(str(tmp_path)) == {"commit": head, "dirty": False}
     (tmp_path / "phrasedet" / "m.py").write_text("x = 2\n")
     assert _git_state(str(tmp_path)) == {"commit": head, "dirty": True}
+
+
+def test_a_kept_model_has_the_digest_of_the_checkpoint_it_came_from_and_only_its_tensors(tmp_path):
+    import torch
+
+    from phrasedet.engine.run_records import model_digest, save_model
+
+    src = tmp_path / "model_final.pth"
+    torch.save({"model": {"b": torch.ones(2), "a": torch.arange(3.0)}, "iteration": 5, "optimizer": {"x": 1}}, src)
+    assert save_model(str(src), str(tmp_path / "kept" / "d.pth")) == model_digest(str(src))
+    assert list(torch.load(tmp_path / "kept" / "d.pth", weights_only=True)) == ["model"]
+    torch.save({"model": {"b": torch.ones(2), "a": torch.arange(3.0) + 1}}, tmp_path / "other.pth")
+    assert model_digest(str(tmp_path / "other.pth")) != model_digest(str(src))

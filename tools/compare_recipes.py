@@ -1,203 +1,190 @@
 #!/usr/bin/env python
-"""The README's results table in one command: paper 003's recipe for each classifier, with the
-same stage-1 detector and the same stage-3 budget (configs/Base-Recipe.yaml), then CITE with the
-CCA cascade, printed as one table.
+"""Paper 003's claims (Tables IV-VI) on the built-in dataset, in one command, on the protocol the
+retrieval and pointing comparisons share (records, --resume, verdicts over seeds, curves):
 
-    python tools/compare_recipes.py [--resume] [--output-root output] [--cascade-k 10]
-        [--configs cite_cca cite ...] [--extra-seeds 1 2] [KEY VALUE ...]
+    python tools/compare_recipes.py [--output-root output/phrase_detection_compare] [--detectors 0 1]
+        [--seeds 0 1 2] [--models cca cite_cca cite ...] [--record-root results/phrase_detection_compare]
+        [--word-vectors PATH] [--filter-weights PATH | none] [--resume] [KEY VALUE ...]
 
-The first config (cite_cca) runs every stage; the others reuse its stage-1 detector
-(``PHRASEDET.RECIPE.DETECTOR_WEIGHTS``), so random- and CCA-initialized classifiers sit on the very
-same detector. Each run writes ``<output-root>/<config>/results.json``; ``--resume`` passes
-``--resume`` on, so finished stages are not run again. Extra ``KEY VALUE`` pairs go to every run.
+For each stage-1 detector (``--detectors``: the recipe's stage 1 trained with ``SEED d``, as
+``make demo`` trains it with ``SEED 0``), every classifier of Table IV is trained in stage 3 on that
+frozen detector for each stage-3 seed (``--seeds``) with the recipe's schedule
+(configs/Base-Recipe.yaml: validation every epoch, each phase stopped by its patience, the best
+validation model tested), then the table (mean ± standard deviation over the seeds), one verdict
+per claim (phrasedet/engine/phrase_detection_claims.py) and the validation curves
+(``<output-root>/detector<d>/curves*.png``) are printed per detector and written to
+``<output-root>/comparison.json``.
 
-With a trained image-sentence retrieval model (``--filter-weights``; by default
-``tools/compare_retrieval.py``'s seed-0 paper-000 embedding network, ``two_branch``, when it exists),
-the first config is evaluated again with phrase filtering (paper 003 Sec. 6.2, Table VI) for each
-``--filter-top-n``: rows with and without filtering, the filter's recall (test instances whose
-phrase survives in their image) and the time the filter adds per test image.
+Runs, each one ``tools/train_net.py`` of a recipe config into ``<output-root>/detector<d>/...``:
 
-Evaluation-only passes (cascade, filtering) work in ``<output-root>/<config>/eval_<name>/``, so the
-recipe's own ``results.json`` is never overwritten.
+* ``cca`` (``configs/cca.yaml``, ``SEED d``): stage 1 (the detector, unless kept), the CCA, and
+  the frozen CCA tested; stage 3 trains nothing, so one run stands for every seed;
+* ``detector``: the stage-1 detector's own QA R-CNN classifier tested (no stage-3 iteration);
+* per seed ``s`` (``seed<s>/<model>``): ``deep_cca``, ``qa_rcnn_staged``, ``qa_rcnn_npa``,
+  ``embedding_net``, ``embedding_net_cca``, ``cite``, ``cite_cca``, and ``cite_cca_init``
+  (CCA-initialized CITE tested at iteration 0: what CCA initialization starts from).
 
-``--ppa`` evaluates every run also with PPA-augmented positives (``TEST.PHRASE_DETECTION.PPA``,
-paper 003 Table V; needs nltk's WordNet) and prints a second table of those metrics, with the test
-instances per bucket without and with PPA (the paper's footer).
+Every run is also evaluated with PPA-augmented positives (Table V); ``cite_cca``'s models are
+evaluated again with phrase filtering (Table VI, ``seed<s>/cite_cca_filtered``) by the retrieval
+model of ``--filter-weights`` (default: paper 000's embedding network trained by
+``tools/compare_retrieval.py --models two_branch --seeds 0`` on the built-in CNN into
+``<output-root>/filter``; ``none``: no filtering rows).
 
-``--extra-seeds 1 2`` trains every config's stage 3 again with ``SEED 1`` and ``SEED 2`` on the same
-detector (``<output-root>/seed1/<config>`` ...) and prints the spread over the seeds and, for every
-``X_cca`` / ``X`` pair, CCA init minus random init seed by seed.
+With ``--record-root`` (the project's: ``results/phrase_detection_compare``) each finished run's
+record is kept there and restored by ``--resume`` (phrasedet/engine/run_records.py), keyed by the
+stage-1 detector, which is kept there too (``detector<d>/detector.pth``: the runs of another
+machine start from the same detector). Extra ``KEY VALUE`` pairs go to every run.
 """
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import time
 
-import numpy as np
-
-from phrasedet.engine.init_comparison import compare_initializations
-
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-CONFIGS = ["cite_cca", "cite", "embedding_net_cca", "embedding_net", "cca", "deep_cca", "qa_rcnn_staged", "qa_rcnn_npa"]
-COLUMNS = [("mAP_zero_shot", "zero-shot mAP"), ("mAP_few_shot", "few-shot mAP"), ("mAP_common", "common mAP"),
-           ("mAP", "mAP (mean of buckets)"), ("loc_acc", "localization acc.")]
-_TIME = re.compile(r"Total inference pure compute time: \S+ \(([0-9.]+) s / iter per device")
-_FILTER_TIME = re.compile(r"sentences embedded in ([0-9.]+) s, ([0-9.]+) ms per test image")
-# compare_retrieval.py's paper-000 embedding network, seed 0, on the features of the built-in pretrained CNN (its
-# best validation snapshot; the CNN from the cache, where compare_retrieval.py trained it)
-DEFAULT_FILTER = {"config": os.path.join(ROOT, "configs", "retrieval", "two_branch.yaml"),
-                  "run": os.path.join(ROOT, "output", "retrieval_compare", "cnn", "seed0", "two_branch")}
+sys.path.insert(0, ROOT)
+
+from phrasedet.engine.comparison import add_word_vectors_argument, draw_curves, run_opts, word_vectors_digest  # noqa: E402
+from phrasedet.engine.phrase_detection_claims import BUCKETS, claim_verdicts, format_claims, format_table  # noqa: E402
+from phrasedet.engine.runs import finished, run_tool, train_run  # noqa: E402
+
+#: model -> (config, extra KEY VALUE pairs, trained per stage-3 seed)
+UNTRAINED = ["PHRASEDET.RECIPE.CLASSIFIER_ITERS", 0, "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", 0,
+             "PHRASEDET.RECIPE.SELECTION.DATASET", ""]
+MODELS = {
+    "detector": ("qa_rcnn_staged", UNTRAINED, False),
+    "cca": ("cca", [], False),
+    "deep_cca": ("deep_cca", [], True),
+    "qa_rcnn_staged": ("qa_rcnn_staged", [], True),
+    "qa_rcnn_npa": ("qa_rcnn_npa", [], True),
+    "embedding_net": ("embedding_net", [], True),
+    "embedding_net_cca": ("embedding_net_cca", [], True),
+    "cite": ("cite", [], True),
+    "cite_cca": ("cite_cca", [], True),
+    "cite_cca_init": ("cite_cca", UNTRAINED, True),
+}
+EVERY_RUN = ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", False, "TEST.PHRASE_DETECTION.PPA", True]
+STAGE3 = ("stage3_classifier", "stage3b_classifier")
+LOC_TOLERANCE = 1.0  # a validation curve has flattened where it never again gains more than this (points of loc. acc.)
 
 
-def _train_net(config, out, args, extra):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file", os.path.join(ROOT, "configs", f"{config}.yaml"),
-           *args, "OUTPUT_DIR", out, *extra]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    return proc.stdout + proc.stderr, time.perf_counter() - start
+def _config(name):
+    return os.path.join(ROOT, "configs", f"{name}.yaml")
 
 
-def run_config(config, root, resume, extra):
-    """Run one recipe; returns (results["phrase_detection"], wall seconds)."""
-    out = os.path.join(root, config)
-    log, seconds = _train_net(config, out, ["--resume"] if resume else [], extra)
-    with open(os.path.join(out, "results.json")) as f:
-        return json.load(f)["results"]["phrase_detection"], seconds
+def _metrics(results):
+    return results["phrase_detection"]
 
 
-def _eval_only(config, root, name, extra):
-    """``--eval-only`` of a finished recipe's final model in ``<root>/<config>/eval_<name>`` (the
-    model is shaped by the recipe's CCA, found next to its weights): (log, its results)."""
-    out = os.path.join(root, config)
-    with open(os.path.join(out, "results.json")) as f:
-        weights = json.load(f)["final_model"]
-    folder = os.path.join(out, f"eval_{name}")
-    log, _ = _train_net(config, folder, ["--eval-only"], ["MODEL.WEIGHTS", weights, *extra])
-    with open(os.path.join(folder, "results.json")) as f:
-        return log, json.load(f)["results"]
+def _final_model(run):
+    """The tested model of a finished recipe run (its ``results.json``'s ``final_model``)."""
+    with open(os.path.join(run, "results.json")) as f:
+        return json.load(f)["final_model"]
 
 
-def run_cascade(config, root, k, extra):
-    """``--eval-only`` of a finished recipe with and without the cascade: [(label, metrics, s/image)]."""
-    rows = []
-    for label, topk in ((f"{config}, full scoring", 0), (f"{config}, cascade k={k}", k)):
-        log, results = _eval_only(config, root, f"cascade{topk}", ["MODEL.PHRASE_ROI_HEADS.CASCADE_TOPK", str(topk), *extra])
-        rows.append((label, results["phrase_detection"], float(_TIME.findall(log)[-1])))
-    return rows
+class DetectorComparison:
+    """The runs on one stage-1 detector: ``<root>/cca``, ``<root>/detector``, ``<root>/seed<s>/<model>``."""
+
+    def __init__(self, d, args):
+        self.d, self.args = d, args
+        self.root = os.path.join(args.output_root, f"detector{d}")
+        self.kept = os.path.join(args.record_root, f"detector{d}", "detector.pth") if args.record_root else ""
+        self.records = None
+        self.trained_here = False  # the cca run trained the detector in this process
+
+    def out(self, model, seed=None):
+        return os.path.join(self.root, model) if seed is None else os.path.join(self.root, f"seed{seed}", model)
+
+    def detector(self):
+        """The stage-1 detector's weights: the kept one, else trained by the ``cca`` run (kept then)."""
+        from phrasedet.engine.run_records import save_model
+
+        if self.kept and os.path.isfile(self.kept):
+            return self.kept
+        trained = os.path.join(self.out("cca"), "stage1_detector", "model_final.pth")
+        if not os.path.isfile(trained):
+            print(f"detector {self.d}: training stage 1 (SEED {self.d}) in the cca run", flush=True)
+            self._train("cca", None, [], records=None, resume=False)
+            self.trained_here = True
+        if self.kept:
+            save_model(trained, self.kept)
+            return self.kept
+        return trained
+
+    def _train(self, model, seed, weights_opts, records, resume=None, flags=()):
+        config, extra, _ = MODELS[model]
+        seed_opts = ["SEED", self.d if seed is None else seed]
+        return train_run(model, _config(config), self.out(model, seed), self.args.resume if resume is None else resume,
+                         [*EVERY_RUN, *weights_opts, *extra, *seed_opts, *self.args.opts], flags, records)
+
+    def run(self, text_digest):
+        """Every model's runs: ({model: [metrics per seed]}, {model: mean minutes})."""
+        from phrasedet.engine.run_records import RunRecords, model_digest
+
+        weights = self.detector()
+        if self.args.record_root:
+            self.records = RunRecords(self.root, os.path.join(self.args.record_root, f"detector{self.d}"),
+                                      model_digest(weights), ROOT, word_vectors=text_digest)
+            if os.path.isfile(os.path.join(self.out("cca"), "results.json")) and self.records.read(self.out("cca")) is None:
+                self.records.save(self.out("cca"), name="cca")  # the run that trained the detector
+        on_detector = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", weights]
+        runs, ppa, minutes = {}, {}, {}
+        for model in self.args.models:
+            per_seed = MODELS[model][2]
+            for seed in (self.args.seeds if per_seed else [None]):
+                keep = model == "cca" and self.trained_here  # the run that trained the detector is finished
+                results, spent = self._train(model, seed, on_detector, self.records, resume=True if keep else None)
+                runs.setdefault(model, []).append(_metrics(results))
+                ppa.setdefault(model, []).append(results["phrase_detection_ppa"])
+                minutes.setdefault(model, []).append(spent)
+        if "cite_cca" in ppa:
+            runs["cite_cca_ppa"] = ppa["cite_cca"]
+        if "cite_cca" in self.args.models and self.args.filter is not None:
+            runs["cite_cca_filtered"] = [self.filtered(seed) for seed in self.args.seeds]
+        return runs, ppa, {m: sum(v) / len(v) for m, v in minutes.items()}
+
+    def filtered(self, seed):
+        """``cite_cca``'s tested model of ``seed`` evaluated with phrase filtering (its record, or
+        the model trained again when its weights were not kept)."""
+        out = os.path.join(self.root, f"seed{seed}", "cite_cca_filtered")
+        weights = ""
+        if not finished(out, self.args.resume, self.records):
+            run = self.out("cite_cca", seed)
+            weights = _final_model(run)
+            if not os.path.isfile(weights):
+                print(f"  {os.path.relpath(run, self.root)}: restored from its record without weights: trained again", flush=True)
+                self._train("cite_cca", seed, ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", self.detector()], self.records, resume=False)
+                weights = _final_model(run)
+        f = self.args.filter
+        keys = ["MODEL.WEIGHTS", weights, "TEST.PHRASE_FILTER.RETRIEVAL_CONFIG", f["config"], "TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS",
+                f["weights"], "TEST.PHRASE_FILTER.RETRIEVAL_OPTS", repr(list(f["opts"])), "TEST.PHRASE_FILTER.TOP_N", 75]
+        results, _ = train_run("cite_cca_filtered", _config("cite_cca"), out, self.args.resume,
+                               [*EVERY_RUN, *keys, "SEED", seed, *self.args.opts], ["--eval-only"], self.records)
+        return {**_metrics(results), "unfiltered_mAP": results["phrase_detection_unfiltered"]["mAP"]}
+
+    def curve_files(self, models, seeds, suffix=""):
+        """{model: [[stage-3 metrics.json, stage-3b metrics.json] per seed]} of the trained models."""
+        return {m: [[os.path.join(self.out(m, s), stage + suffix, "metrics.json") for stage in STAGE3] for s in seeds]
+                for m in models if MODELS[m][2] and m != "cite_cca_init" and m != "deep_cca"}
 
 
-def run_filtering(config, root, top_ns, retrieval, extra):
-    """``--eval-only`` of a finished recipe with phrase filtering for each of ``top_ns``:
-    [(label, metrics, "recall, time")], the unfiltered row first."""
-    rows = []
-    for n in top_ns:
-        keys = ["TEST.PHRASE_FILTER.RETRIEVAL_CONFIG", retrieval["config"], "TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS",
-                retrieval["weights"], "TEST.PHRASE_FILTER.RETRIEVAL_OPTS", repr(list(retrieval["opts"])),
-                "TEST.PHRASE_FILTER.TOP_N", str(n)]
-        log, results = _eval_only(config, root, f"filter_top{n}", keys + list(extra))
-        if not rows:
-            rows.append((f"{config}, no filtering", results["phrase_detection_unfiltered"], "-"))
-        sentences, ms = map(float, _FILTER_TIME.findall(log)[-1])
-        detector = 1000 * float(_TIME.findall(log)[-1])
-        m = results["phrase_detection"]
-        rows.append((f"{config}, filtered by the top {n} sentences", m,
-                     f"recall {m['filter_recall']:.1f} %; +{ms:.0f} ms per image (detector {detector:.0f} ms) "
-                     f"+ {sentences:.1f} s once"))
-    return rows
+def schedule_table(comparison, models, seeds) -> str:
+    """Per trained model and seed: the iteration each stage-3 phase stopped at (or its cap) and the
+    selected model's phase and iteration."""
+    from phrasedet.engine.model_selection import read_early_stop, read_selection
 
-
-def read_results(root, config, key):
-    """``results[key]`` of ``<root>/<config>/results.json`` (None when absent)."""
-    with open(os.path.join(root, config, "results.json")) as f:
-        return json.load(f)["results"].get(key)
-
-
-def format_ppa_footer(plain, ppa):
-    """The paper's footer: test instances per bucket, without and with PPA (one run's metrics)."""
-    buckets = ("zero_shot", "few_shot", "common")
-    lines = ["| test instances | zero-shot | few-shot | common | total |", "|---|---|---|---|---|"]
-    for label, m in (("plain", plain), ("PPA-augmented", ppa)):
-        counts = [int(m[f"num_instances_{b}"]) for b in buckets]
-        lines.append(f"| {label} | " + " | ".join(f"{c:,}" for c in counts) + f" | {sum(counts):,} |")
-    return "\n".join(lines)
-
-
-def _cell(value, percent=False):
-    return "n/a" if value != value else (f"{value:.1f} %" if percent else f"{value:.2f}")
-
-
-def format_table(rows, extra_header="wall time of this run"):
-    head = "| model | " + " | ".join(title for _, title in COLUMNS) + f" | {extra_header} |"
-    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
-    for label, metrics, extra in rows:
-        cells = [_cell(metrics[key], key == "loc_acc") for key, _ in COLUMNS]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {extra} |")
-    return "\n".join(lines)
-
-
-def config_seed(config, opts):
-    """``SEED`` of ``configs/<config>.yaml`` with the ``KEY VALUE`` overrides ``opts``."""
-    from detectron2.config import get_cfg
-
-    from phrasedet.config import add_phrasedet_config
-
-    cfg = get_cfg()
-    add_phrasedet_config(cfg)
-    cfg.merge_from_file(os.path.join(ROOT, "configs", f"{config}.yaml"))
-    cfg.merge_from_list(list(opts))
-    return cfg.SEED
-
-
-def run_all(configs, root, resume, opts, detector=None):
-    """Run ``configs`` under ``root``; the first trains the stage-1 detector unless ``detector`` is
-    given, the others reuse it. Returns ([(config, metrics, seconds)], detector path)."""
-    rows = []
-    for config in configs:
-        # the table has its own random-init rows: no second, built-in comparison run inside a config
-        extra = ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", "False"] + (["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", detector] if detector else [])
-        metrics, seconds = run_config(config, root, resume, extra + list(opts))
-        rows.append((config, metrics, seconds))
-        detector = detector or os.path.join(root, config, "stage1_detector", "model_final.pth")
-    return rows, detector
-
-
-def _mean_sd(values):
-    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"))
-
-
-def format_seed_table(per_seed, seeds):
-    """``per_seed`` {config: [metrics of each seed]}: overall mAP seed by seed, then the mean (and
-    sample standard deviation) of every column over the seeds."""
-    head = "| model | " + " | ".join(f"mAP, seed {s}" for s in seeds) + " | " + " | ".join(f"mean {t}" for _, t in COLUMNS) + " |"
-    lines = [head, "|" + "---|" * (1 + len(seeds) + len(COLUMNS))]
-    for config, runs in per_seed.items():
-        cells = [_cell(m["mAP"]) for m in runs]
-        for key, _ in COLUMNS:
-            mean, sd = _mean_sd([m[key] for m in runs])
-            cells.append(f"{_cell(mean, key == 'loc_acc')} ± {_cell(sd)}")
-        lines.append(f"| {config} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def format_init_differences(per_seed, seeds):
-    """For every ``X_cca`` / ``X`` pair of configs: CCA init minus random init, seed by seed
-    (same detector and seed), as the mean over the seeds per column and the count of seeds where
-    CCA init won."""
-    head = "| CCA init minus random init | " + " | ".join(t for _, t in COLUMNS) + " | overall, seed by seed |"
-    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
-    for config, runs in per_seed.items():
-        base = config[:-len("_cca")]
-        if not config.endswith("_cca") or base not in per_seed:
+    lines = ["| model | seed | Adam phase stopped at | SGD phase stopped at | selected (phase, iteration, val. loc. acc.) |",
+             "|---|---|---|---|---|"]
+    for m in models:
+        if not MODELS[m][2] or m in ("cite_cca_init", "deep_cca"):
             continue
-        diffs = [compare_initializations(c, r)["cca_minus_random"] for c, r in zip(runs, per_seed[base])]
-        cells = [f"{np.mean([d[k] for d in diffs]):+.2f} ({sum(d[k] > 0 for d in diffs)}/{len(diffs)} won)" for k, _ in COLUMNS]
-        by_seed = ", ".join(f"{d['mAP']:+.2f}" for d in diffs)
-        lines.append(f"| {config} - {base} | " + " | ".join(cells) + f" | {by_seed} (seeds {', '.join(map(str, seeds))}) |")
+        for s in seeds:
+            run = comparison.out(m, s)
+            stops = [read_early_stop(os.path.join(run, stage)) for stage in STAGE3]
+            cells = [f"{x['iteration']} ({x['evaluations_without_gain']} val. without gain)" if x else "its cap" for x in stops]
+            sel = read_selection(os.path.join(run, STAGE3[1])) or read_selection(os.path.join(run, STAGE3[0]))
+            chosen = f"{sel['stage']}, {sel['iteration']}, {sel['value']:.1f}" if sel else "-"
+            lines.append(f"| {m} | {s} | {cells[0]} | {cells[1]} | {chosen} |")
     return "\n".join(lines)
 
 
@@ -205,68 +192,71 @@ def filter_model(args):
     """The retrieval model of the filtering rows: {"config", "weights", "opts"}, or None."""
     if args.filter_weights == "none":
         return None
-    weights = args.filter_weights or os.path.join(DEFAULT_FILTER["run"], "model_best.pth")
-    if not os.path.isfile(weights):
-        print(f"\nNo phrase-filtering rows: no retrieval model at {weights} (run tools/compare_retrieval.py, or give --filter-weights)")
-        return None
-    default_opts = []
-    if not args.filter_weights:
-        from phrasedet.engine.pretrained_cnn import builtin_cnn_dir
+    config = os.path.join(ROOT, "configs", "retrieval", "two_branch.yaml")
+    if args.filter_weights:
+        return {"config": args.filter_config or config, "weights": args.filter_weights, "opts": args.filter_opts or []}
+    from phrasedet.engine.pretrained_cnn import ensure_builtin_cnn
 
-        default_opts = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS",
-                        os.path.join(builtin_cnn_dir(), "model_final.pth")]
-    return {"config": args.filter_config, "weights": weights,
-            "opts": default_opts if args.filter_opts is None else args.filter_opts}
+    root = os.path.join(args.output_root, "filter")
+    weights = os.path.join(root, "cnn", "seed0", "two_branch", "model_best.pth")
+    if not os.path.isfile(weights):
+        run_tool("compare_retrieval.py", "--models", "two_branch", "--seeds", "0", "--representations", "cnn",
+                 "--output-root", root, *(["--word-vectors", args.word_vectors] if args.word_vectors else []),
+                 log=os.path.join(args.output_root, "filter.log"))
+    cnn = ensure_builtin_cnn() if not args.backbone_weights else args.backbone_weights
+    text = [str(o) for o in args.opts[:6]] if args.word_vectors else []  # run_opts' word-vector keys come first
+    return {"config": config, "weights": weights,
+            "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", cnn, *text]}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--output-root", default=os.path.join(ROOT, "output"))
-    p.add_argument("--configs", nargs="+", default=CONFIGS, help="the first one trains the shared stage-1 detector")
+    p.add_argument("--output-root", default=os.path.join(ROOT, "output", "phrase_detection_compare"))
+    p.add_argument("--detectors", type=int, nargs="+", default=[0, 1], help="SEED of each stage-1 detector")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="stage-3 SEEDs")
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--resume", action="store_true")
-    p.add_argument("--cascade-k", type=int, default=10, help="0: no cascade rows")
-    p.add_argument("--extra-seeds", type=int, nargs="*", default=[],
-                   help="train every config's classifier again with SEED s (same detector) in <output-root>/seed<s>/, "
-                        "then print the spread over the seeds and the CCA-minus-random differences seed by seed")
-    p.add_argument("--filter-weights", default="", help="a trained retrieval model for the phrase-filtering rows "
-                   "(default: compare_retrieval.py's seed-0 two_branch when it exists); 'none' = no filtering rows")
-    p.add_argument("--filter-config", default=DEFAULT_FILTER["config"], help="that model's retrieval config")
-    p.add_argument("--filter-opts", nargs="*", default=None,
-                   help="KEY VALUE overrides of that config (default, for the default model: on pixels of the built-in CNN)")
-    p.add_argument("--filter-top-n", type=int, nargs="+", default=[75, 100], help="sentences retrieved per test image")
-    p.add_argument("--ppa", action="store_true", help="also evaluate with PPA-augmented positives and print that table")
+    p.add_argument("--record-root", default="", help="keep each finished run's record (and each detector) here and "
+                   "restore from it (the project's: results/phrase_detection_compare)")
+    p.add_argument("--filter-weights", default="none", help="a trained retrieval model for the phrase-filtering rows; "
+                   "'' = train paper 000's embedding network on the built-in CNN; 'none' (default) = no filtering rows")
+    p.add_argument("--filter-config", default="", help="that model's retrieval config (default: configs/retrieval/two_branch.yaml)")
+    p.add_argument("--filter-opts", nargs="*", default=None, help="KEY VALUE overrides of that config")
+    p.add_argument("--backbone-weights", default="", help="the built-in CNN of the default filter model (default: cached)")
+    add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
-    if args.ppa:
-        args.opts = ["TEST.PHRASE_DETECTION.PPA", "True", *args.opts]
-    rows, detector = run_all(args.configs, args.output_root, args.resume, args.opts)
-    print(format_table([(config, m, f"{seconds / 60:.1f} min") for config, m, seconds in rows]))
-    if args.ppa:
-        ppa = [(config, read_results(args.output_root, config, "phrase_detection_ppa")) for config, _, _ in rows]
-        print("\nWith PPA-augmented positives (paper 003 Table V):")
-        print(format_table([(config, m, "-") for config, m in ppa], "-"))
-        print(format_ppa_footer(rows[0][1], ppa[0][1]))
-    if args.cascade_k:
-        cascade = run_cascade(args.configs[0], args.output_root, args.cascade_k, args.opts)
+    args.opts = run_opts(args)
+    text = word_vectors_digest(_config("cite_cca"), args.opts)
+    print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
+    args.filter = filter_model(args)
+    start, summary = time.perf_counter(), {"detectors": args.detectors, "seeds": args.seeds, "word_vectors": text, "runs": {}}
+    for d in args.detectors:
+        comparison = DetectorComparison(d, args)
+        runs, ppa, minutes = comparison.run(text)
+        verdicts = claim_verdicts(runs)
+        print(f"\ndetector {d}: built-in test split (150 images, 252 phrases), stage-3 seeds {', '.join(map(str, args.seeds))}, "
+              f"best validation model tested\n")
+        print(format_table(runs, minutes))
+        print("\nWith PPA-augmented positives (paper 003 Table V):\n")
+        print(format_table({f"{m}_ppa": rs for m, rs in ppa.items()}))
         print()
-        print(format_table([(label, m, f"{t:.3f} s") for label, m, t in cascade], "inference per image"))
-    retrieval = filter_model(args)
-    if retrieval:
+        print(format_claims(verdicts))
         print()
-        print(format_table(run_filtering(args.configs[0], args.output_root, args.filter_top_n, retrieval, args.opts),
-                           "filter recall; time it adds"))
-    if args.extra_seeds:
-        per_seed = {config: [m] for config, m, _ in rows}
-        for seed in args.extra_seeds:
-            seed_rows, _ = run_all(args.configs, os.path.join(args.output_root, f"seed{seed}"), args.resume,
-                                   ["SEED", str(seed), *args.opts], detector=detector)
-            for config, m, _ in seed_rows:
-                per_seed[config].append(m)
-        seeds = [config_seed(args.configs[0], args.opts)] + args.extra_seeds
-        print()
-        print(format_seed_table(per_seed, seeds))
-        print()
-        print(format_init_differences(per_seed, seeds))
+        print(schedule_table(comparison, args.models, args.seeds))
+        title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
+        files = comparison.curve_files(args.models, args.seeds)
+        print(draw_curves(files, os.path.join(comparison.root, "curves.png"), title, "phrase_detection/loc_acc",
+                          LOC_TOLERANCE, "validation loc. acc. (%)"))
+        for key, bucket in BUCKETS:
+            draw_curves(files, os.path.join(comparison.root, f"curves_{key.split('_', 1)[1]}.png"),
+                        f"{title}, {bucket} phrases", f"phrase_detection/loc_acc_{key.split('_', 1)[1]}", LOC_TOLERANCE,
+                        f"validation loc. acc., {bucket} (%)")
+        summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "minutes": minutes, "verdicts": verdicts}
+    print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
+    os.makedirs(args.output_root, exist_ok=True)
+    with open(os.path.join(args.output_root, "comparison.json"), "w") as f:
+        json.dump(summary, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,16 @@
 (:mod:`.retrieval_claims`, :mod:`.pointing_claims`).
 
 A claim "A beats B" holds when the mean seed-by-seed difference A - B has the paper's sign
-(positive) and at least half of the seeds agree; the per-seed differences are part of every verdict.
+(positive) and at least half of the seeds agree; a claim "A barely changes B" holds when the mean
+difference lies within a stated tolerance either way (:func:`negligible`). The per-seed differences
+are part of every verdict.
 """
 import math
 from typing import Dict, List, Sequence
 
 import numpy as np
 
-__all__ = ["mean_sd", "difference", "holds", "verdict", "cell"]
+__all__ = ["mean_sd", "difference", "holds", "verdict", "negligible", "cell"]
 
 
 def mean_sd(values: Sequence[float]) -> tuple:
@@ -39,6 +41,17 @@ def verdict(title: str, paper: str, diffs: List[float], unit: str, extra: str = 
     text = (f"{title}: {'HOLDS' if ok else 'DOES NOT HOLD'} here: mean {np.mean(diffs):+.1f} {unit}, "
             f"{won}/{len(diffs)} seeds ({seeds}){extra}; paper {paper}.")
     return {"claim": title, "holds": ok, "mean": float(np.mean(diffs)), "per_seed": diffs, "text": text}
+
+
+def negligible(title: str, paper: str, diffs: List[float], unit: str, tolerance: float, extra: str = "") -> dict:
+    """The verdict of "A barely changes B": it holds when the mean of the seed-by-seed differences
+    ``diffs`` lies within ``tolerance`` (in ``unit``) either way. Same keys as :func:`verdict`."""
+    mean = float(np.mean(diffs))
+    ok = abs(mean) <= tolerance
+    seeds = ", ".join(f"{d:+.1f}" for d in diffs)
+    text = (f"{title}: {'HOLDS' if ok else 'DOES NOT HOLD'} here: mean {mean:+.1f} {unit} "
+            f"({'within' if ok else 'beyond'} +/-{tolerance:g}), seeds {seeds}{extra}; paper {paper}.")
+    return {"claim": title, "holds": ok, "mean": mean, "per_seed": diffs, "text": text}
 
 
 def cell(values: Sequence[float]) -> str:

@@ -146,14 +146,21 @@ def selected_weights(run_dir: str) -> str:
     return final
 
 
-def draw_curves(files: dict, path: str, title: str) -> str:
-    """Read each run's validation curve ({model: [metrics.json, ...]}; missing files skipped),
-    draw them into ``path`` and return the table of where each flattened."""
-    from phrasedet.utils.learning_curves import format_plateaus, plot_curves, read_curve
+def draw_curves(files: dict, path: str, title: str, key: str = "retrieval/rsum", tolerance: float = PLATEAU_TOLERANCE,
+                ylabel: str = "validation rsum") -> str:
+    """Read each run's validation curve of ``key`` ({model: [run, ...]}, a run being a
+    ``metrics.json`` or the list of its phases' files, joined by
+    :func:`~phrasedet.utils.learning_curves.join_phases`; missing files skipped), draw them into
+    ``path`` and return the table of where each flattened (within ``tolerance``)."""
+    from phrasedet.utils.learning_curves import format_plateaus, join_phases, plot_curves, read_curve
 
-    curves = {model: [read_curve(f) for f in paths if os.path.isfile(f)] for model, paths in files.items()}
+    def run_curve(run):
+        phases = [run] if isinstance(run, str) else list(run)
+        return join_phases([read_curve(f, key) for f in phases if os.path.isfile(f)])
+
+    curves = {model: [c for c in (run_curve(r) for r in runs) if c] for model, runs in files.items()}
     curves = {m: c for m, c in curves.items() if c}
     if not curves:
-        return "(no validation curves: no run trained with PHRASEDET.SELECTION)"
-    plot_curves(curves, path, title)
-    return f"Validation curves drawn in {path}:\n\n" + format_plateaus(curves, PLATEAU_TOLERANCE)
+        return "(no validation curves: no run trained with model selection)"
+    plot_curves(curves, path, title, ylabel)
+    return f"Validation curves drawn in {path}:\n\n" + format_plateaus(curves, tolerance)

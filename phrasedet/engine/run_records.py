@@ -35,7 +35,7 @@ from phrasedet.engine.model_selection import read_selection
 from phrasedet.fileio import load_json_file
 
 __all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "format_records", "keep_evaluations",
-           "read_records", "save_backbone"]
+           "model_digest", "read_records", "save_backbone", "save_model"]
 
 logger = logging.getLogger("phrasedet.engine")
 
@@ -53,20 +53,46 @@ def file_digest(path: str) -> str:
     return h.hexdigest()
 
 
-def backbone_digest(path: str) -> str:
-    """The sha256 of a weights file's backbone: its tensors' names, dtypes, shapes and bytes in name
-    order, so the same CNN saved in another file (a whole model's checkpoint, :func:`save_backbone`'s
-    copy) has the same digest."""
+def _tensors_digest(tensors: dict) -> str:
+    """The sha256 of named tensors: names, dtypes, shapes and bytes, in name order."""
     import numpy as np
 
-    from phrasedet.modeling.checkpoint import backbone_tensors, read_checkpoint
-
     h = hashlib.sha256()
-    for name, tensor in sorted(backbone_tensors(read_checkpoint(path)["model"], path).items()):
+    for name, tensor in sorted(tensors.items()):
         array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else np.asarray(tensor))
         h.update(f"{name}:{array.dtype}:{array.shape};".encode())
         h.update(array.tobytes())
     return h.hexdigest()
+
+
+def backbone_digest(path: str) -> str:
+    """The sha256 of a weights file's backbone: its tensors' names, dtypes, shapes and bytes in name
+    order, so the same CNN saved in another file (a whole model's checkpoint, :func:`save_backbone`'s
+    copy) has the same digest."""
+    from phrasedet.modeling.checkpoint import backbone_tensors, read_checkpoint
+
+    return _tensors_digest(backbone_tensors(read_checkpoint(path)["model"], path))
+
+
+def model_digest(path: str) -> str:
+    """The sha256 of every tensor of a checkpoint's model (a stage-1 detector: the representation
+    of the phrase-detection runs), as :func:`backbone_digest` hashes a backbone."""
+    from phrasedet.modeling.checkpoint import read_checkpoint
+
+    return _tensors_digest(read_checkpoint(path)["model"])
+
+
+def save_model(src: str, dst: str) -> str:
+    """Write the model tensors of the checkpoint ``src`` to ``dst`` as ``{"model": ...}`` (the
+    optimizer's state and the iteration left out). Returns :func:`model_digest` of ``dst``."""
+    import torch
+
+    from phrasedet.modeling.checkpoint import read_checkpoint
+
+    os.makedirs(os.path.dirname(os.path.abspath(dst)), exist_ok=True)
+    model = read_checkpoint(src)["model"]
+    torch.save({"model": {k: torch.as_tensor(v).clone() for k, v in sorted(model.items())}}, dst)
+    return model_digest(dst)
 
 
 def save_backbone(src: str, dst: str) -> str:
@@ -188,7 +214,7 @@ class RunRecords:
 
 #: The columns of :func:`format_records`: (header, metric key found anywhere in a run's results).
 RECORD_COLUMNS = (("rsum", "rsum"), ("i2t R@1", "i2t_R@1"), ("t2i R@1", "t2i_R@1"), ("pointing", "accuracy"),
-                  ("centre", "centre_accuracy"))
+                  ("centre", "centre_accuracy"), ("mAP", "mAP"), ("loc. acc.", "loc_acc"))
 
 
 def _find(results, key):

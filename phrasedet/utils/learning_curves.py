@@ -13,7 +13,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["read_curve", "plateau_iteration", "plot_curves", "format_plateaus"]
+__all__ = ["read_curve", "join_phases", "plateau_iteration", "plot_curves", "format_plateaus"]
 
 Curve = List[Tuple[int, float]]
 
@@ -40,6 +40,19 @@ def read_curve(metrics_file: str, key: str = "retrieval/rsum") -> Curve:
             if key in record:
                 points[int(record["iteration"])] = float(record[key])
     return sorted(points.items())
+
+
+def join_phases(phases: Sequence[Curve]) -> Curve:
+    """One curve of a run trained in phases (paper 003's stage 3: Adam, then SGD from its best),
+    each phase's iterations counted from 0: a later phase's points follow the earlier phase's last
+    iteration (+1 per step). Empty phases are skipped."""
+    out, offset = [], 0
+    for curve in phases:
+        if not curve:
+            continue
+        out += [(offset + i, v) for i, v in curve]
+        offset = out[-1][0] + 1
+    return out
 
 
 def plateau_iteration(curve: Curve, tolerance: float) -> int:

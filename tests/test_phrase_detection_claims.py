@@ -1,0 +1,59 @@
+"""Paper 003's claims on one's own runs (phrasedet/engine/phrase_detection_claims.py): verdicts
+and tables from hand-made runs whose differences are known."""
+import pytest
+
+from phrasedet.engine.claims import negligible
+from phrasedet.engine.phrase_detection_claims import NEGLIGIBLE, claim_verdicts, format_table, per_seed
+
+
+def _m(zero, few, common, loc=70.0):
+    return {"mAP_zero_shot": zero, "mAP_few_shot": few, "mAP_common": common, "mAP": (zero + few + common) / 3, "loc_acc": loc}
+
+
+RUNS = {  # three seeds; cca and its single run
+    "cite_cca": [_m(9.0, 15.0, 24.0), _m(7.0, 13.0, 26.0), _m(8.0, 14.0, 25.0)],
+    "cite": [_m(4.0, 9.0, 29.0), _m(8.0, 10.0, 27.0), _m(9.0, 16.0, 26.0)],
+    "cca": [_m(10.0, 17.0, 30.0)],
+    "deep_cca": [_m(9.0, 16.0, 29.0), _m(11.0, 18.0, 31.0), _m(10.0, 17.0, 30.0)],
+    "qa_rcnn_staged": [_m(3.0, 6.0, 9.0), _m(3.0, 6.0, 9.0), _m(3.0, 6.0, 9.0)],
+    "qa_rcnn_npa": [_m(3.0, 6.0, 12.0), _m(3.0, 6.0, 9.0), _m(3.0, 6.0, 9.0)],  # overall +1, 0, 0: mean +1/3
+}
+
+
+def _by_claim(verdicts):
+    return {v["claim"].split(": ", 1)[1]: v for v in verdicts}
+
+
+def test_verdicts_seed_by_seed_with_a_single_cca_run_standing_for_every_seed():
+    v = _by_claim(claim_verdicts(RUNS))
+    cite = v["CCA initialization beats random initialization, CITE"]
+    # overall: 16 - 14 = +2, 15.33 - 15 = +0.33, 15.67 - 17 = -1.33; mean +1/3; 2 of 3 seeds
+    assert cite["per_seed"] == pytest.approx([2.0, 1 / 3, -4 / 3]) and cite["holds"]
+    assert "zero-shot +1.00, few-shot +2.33, common -2.33" in cite["text"]
+    frozen = v["CITE with CCA initialization beats the frozen CCA"]
+    assert frozen["per_seed"] == pytest.approx([16 - 19, 46 / 3 - 19, 47 / 3 - 19]) and not frozen["holds"]
+    deep = v["Deep CCA stays below linear CCA"]  # cca minus deep_cca: +1, -1, 0: mean 0 is no win
+    assert deep["per_seed"] == pytest.approx([1.0, -1.0, 0.0]) and not deep["holds"]
+    npa = v["NPA barely changes QA R-CNN"]
+    assert npa["mean"] == pytest.approx(1 / 3) and npa["holds"] and "within +/-1" in npa["text"]
+    assert "Embedding Network" not in " ".join(v)  # its runs are absent: no verdict
+
+
+def test_ppa_and_filtering_rows_and_the_negligible_boundary():
+    runs = {"cite_cca": [_m(9.0, 15.0, 24.0)] * 2, "cite_cca_ppa": [_m(9.0, 16.0, 26.0)] * 2,
+            "cite_cca_filtered": [_m(9.0, 15.0, 21.0)] * 2}
+    v = _by_claim(claim_verdicts(runs))
+    assert v["PPA-augmented positives raise CITE's mAP"]["per_seed"] == pytest.approx([1.0, 1.0])
+    assert not v["phrase filtering raises CITE's mAP"]["holds"]
+    assert negligible("t", "p", [NEGLIGIBLE, NEGLIGIBLE], "mAP", NEGLIGIBLE)["holds"]  # exactly at the tolerance
+    beyond = negligible("t", "p", [1.5, 0.9], "mAP", NEGLIGIBLE)
+    assert not beyond["holds"] and beyond["text"] == "t: DOES NOT HOLD here: mean +1.2 mAP (beyond +/-1), seeds +1.5, +0.9; paper p."
+    assert negligible("t", "p", [-1.2, -1.0], "mAP", 1.0)["text"].startswith("t: DOES NOT HOLD here: mean -1.1 mAP (beyond +/-1)")
+
+
+def test_single_runs_stand_for_every_seed_and_the_table_gives_mean_sd_and_the_paper():
+    assert per_seed({"cca": [1], "cite": [1, 2, 3]}, 3) == {"cca": [1, 1, 1], "cite": [1, 2, 3]}
+    lines = format_table({"cite_cca": RUNS["cite_cca"], "x": [_m(1.0, 2.0, 3.0)]}, {"cite_cca": 2.25}).splitlines()
+    assert lines[0] == "| model | runs | zero-shot | few-shot | common | mAP | loc. acc. | paper mAP | minutes per run |"
+    assert lines[2] == "| cite_cca | 3 | 8.0 ± 1.0 | 14.0 ± 1.0 | 25.0 ± 1.0 | 15.7 ± 0.3 | 70.0 ± 0.0 | 12.7 | 2.2 |"
+    assert lines[3] == "| x | 1 | 1.0 | 2.0 | 3.0 | 2.0 | 70.0 | - | - |"
