@@ -26,7 +26,7 @@ import phrasedet  # noqa: F401  (registers the datasets)
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data import PhraseDatasetMapper, training_vocabulary
 from phrasedet.data.datasets.builtin import builtin_dataset_root
-from phrasedet.data.statistics import bucket_statistics, split_statistics
+from phrasedet.data.statistics import bucket_statistics, split_statistics, unseen_word_statistics
 from phrasedet.data.synthetic.specificity import dataset_specificity, format_specificity
 from phrasedet.text.build import build_encoded_vocabulary, build_text_encoder
 from phrasedet.text.vocab import BUCKETS
@@ -60,6 +60,10 @@ def print_buckets(cfg):
         rows.append(["total", sum(r[1] for r in rows), sum(r[2] for r in rows)])
         print(f"\n{name}: test phrases per bucket")
         print(tabulate(rows, headers=["bucket", "distinct phrases", "instances"], tablefmt="github"))
+        u = unseen_word_statistics(DatasetCatalog.get(name), vocab)
+        words = ", ".join(u["unseen_words"][:10]) + (", ..." if len(u["unseen_words"]) > 10 else "")
+        print(f"Zero-shot phrases with a word no training phrase has: {u['with_unseen_word']} of {u['phrases']} "
+              f"({u['instances_with_unseen_word']} of {u['instances']} instances; words: {words or 'none'})")
 
 
 def print_text(cfg):

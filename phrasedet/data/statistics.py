@@ -5,7 +5,7 @@ from detectron2.data import DatasetCatalog
 
 from phrasedet.text.vocab import BUCKETS, PhraseVocabulary
 
-__all__ = ["split_statistics", "bucket_statistics", "training_vocabulary"]
+__all__ = ["split_statistics", "bucket_statistics", "training_vocabulary", "unseen_word_statistics"]
 
 
 def training_vocabulary(dataset_names, thresholds=(0, 100)):
@@ -49,3 +49,20 @@ def bucket_statistics(dicts, vocabulary):
         bucket["phrases"] += 1
         bucket["instances"] += n
     return out
+
+
+def unseen_word_statistics(dicts, vocabulary):
+    """How many zero-shot phrases of ``dicts`` hold a word that no training phrase holds (a new
+    word, as against a new combination of known words), over the words of the normalized phrases
+    (the categories; ``vocabulary``'s phrases are the training ones).
+
+    Returns:
+        ``{"phrases": zero-shot phrases, "with_unseen_word": of them, "instances": their
+        instances, "instances_with_unseen_word": of them, "unseen_words": sorted new words}``.
+    """
+    known = {w for p in vocabulary.phrases() for w in p.split()}
+    instances = Counter(a["phrase"] for d in dicts for a in d["annotations"] if vocabulary.bucket(a["phrase"]) == "zero_shot")
+    new = {p: sorted(set(p.split()) - known) for p in instances}
+    return {"phrases": len(instances), "with_unseen_word": sum(1 for w in new.values() if w),
+            "instances": sum(instances.values()), "instances_with_unseen_word": sum(n for p, n in instances.items() if new[p]),
+            "unseen_words": sorted({w for ws in new.values() for w in ws})}

@@ -5,7 +5,7 @@ import pytest
 from detectron2.data import DatasetCatalog
 
 from phrasedet.data.datasets import load_flickr30k_entities
-from phrasedet.data.statistics import bucket_statistics, split_statistics, training_vocabulary
+from phrasedet.data.statistics import bucket_statistics, split_statistics, training_vocabulary, unseen_word_statistics
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .flickr_fixture import write_flickr_root
@@ -73,3 +73,11 @@ def test_training_vocabulary_counts_phrases_over_all_named_datasets(two_register
     assert vocab.thresholds == (1, 2)
     assert (vocab.bucket("cat"), vocab.bucket("dog")) == ("zero_shot", "common")
     assert training_vocabulary(two_registered_datasets[1:]).counts == {"dog": 1, "cat": 1}
+
+
+def test_zero_shot_phrases_with_a_word_no_training_phrase_has():
+    vocab = PhraseVocabulary({"red circle": 3, "blue square": 2})
+    dicts = [{"annotations": [{"phrase": p} for p in ("red square", "red square", "green circle", "blue circle", "red circle")]}]
+    # zero-shot: "red square" (2 instances, known words), "green circle" (new word "green"), "blue circle" (known words)
+    assert unseen_word_statistics(dicts, vocab) == {"phrases": 3, "with_unseen_word": 1, "instances": 4,
+                                                    "instances_with_unseen_word": 1, "unseen_words": ["green"]}
