@@ -12,20 +12,22 @@ __all__ = ["freeze_all_but", "load_weights"]
 logger = logging.getLogger("phrasedet.stages")
 
 
-def load_weights(model: nn.Module, path: str, drop=(), may_miss=()) -> None:
+def load_weights(model: nn.Module, path: str, drop=(), may_miss=(), keep=()) -> None:
     """Load a Detectron2 checkpoint's ``model`` into ``model``, leaving out keys starting with a
     prefix in ``drop``; every other key must match, and only keys under ``may_miss`` may be absent.
+    With ``keep``, only keys under its prefixes take part, in the file and in the model (e.g.
+    ``("backbone.", "roi_heads.region_features.")``: the parts region features are computed with).
 
     Raises ``FileNotFoundError`` for a missing file, and a :class:`~phrasedet.fileio.BadFileError`
     naming the file for one torch cannot read (truncated, corrupt) or whose tensors do not fit.
     """
     state = load_checkpoint_state(path)
-    state = {k: v for k, v in state.items() if not k.startswith(tuple(drop))}
+    state = {k: v for k, v in state.items() if not k.startswith(tuple(drop)) and (not keep or k.startswith(tuple(keep)))}
     try:  # a FrozenBatchNorm layer the file lacks (a backbone from BACKBONE_WEIGHTS) keeps its statistics
         result = model.load_state_dict(kept_statistics(model, state), strict=False)
     except RuntimeError as e:  # a tensor of another shape
         raise BadFileError(f"{path} does not fit the model: {e}") from None
-    missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss))]
+    missing = [k for k in result.missing_keys if not k.startswith(tuple(may_miss)) and (not keep or k.startswith(tuple(keep)))]
     if missing or result.unexpected_keys:
         raise BadFileError(f"{path} does not fit the model: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}")
     logger.info("Loaded %d tensors from %s%s", len(state), path, f" (left out {', '.join(drop)})" if drop else "")

@@ -6,7 +6,8 @@ dataset's ``evaluator_type``:
 - ``pointing/``: pointing-game accuracy and its centre baseline (paper 004);
 - ``image_labels.py``: label AUCs of the built-in pretraining CNN on its validation images;
   ``representation_probe.py``: a linear probe of any frozen image representation of the built-in
-  dataset (what the captions state, read off the features).
+  dataset (what the captions state, read off the features); ``region_probe.py``: the same probe on a
+  phrase detector's region features of the built-in objects.
 
 Every public name is re-exported here.
 """

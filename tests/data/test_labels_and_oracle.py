@@ -10,7 +10,8 @@ import pytest
 from phrasedet.data.image_features import read_feature_row
 from phrasedet.data.synthetic.facts import holds, object_descs
 from phrasedet.data.synthetic.ground_truth import load_ground_truth, split_scenes
-from phrasedet.data.synthetic.labels import (LABEL_GROUPS, group_columns, label_groups, label_matrix, label_names,
+from phrasedet.data.synthetic.labels import (LABEL_GROUPS, OBJECT_LABEL_GROUPS, group_columns, label_groups, label_matrix,
+                                             label_names, object_label_groups, object_label_matrix, object_label_names,
                                              scene_labels)
 from phrasedet.data.synthetic.oracle import CODES, ORACLE_DIM, object_codes, oracle_maps, oracle_vector, write_oracle_features
 
@@ -40,6 +41,20 @@ def test_labels_of_a_hand_scene():
                   "2+ circle", "2+ red circle", "red at left", "red at right", "blue at center", "circle at left",
                   "circle at right", "star at center"}
     assert (label_matrix([SCENE, SCENE]) == scene_labels(SCENE)).all()
+
+
+def test_object_labels_of_a_hand_scene():
+    """One row per object: its colour, its shape, "large" for the large one, its colour-shape pair."""
+    names = object_label_names()
+    assert len(names) == 8 + 6 + 1 + 48 and list(dict.fromkeys(object_label_groups())) == list(OBJECT_LABEL_GROUPS)
+    rows = object_label_matrix(SCENE["objects"])
+    assert rows.shape == (3, 63) and rows.dtype == np.uint8
+    assert [{n for n, v in zip(names, row) if v} for row in rows] == [{"red", "circle", "red circle"},
+                                                                       {"red", "circle", "large", "red circle"},
+                                                                       {"blue", "star", "blue star"}]
+    assert object_label_matrix([]).shape == (0, 63)
+    with pytest.raises(ValueError, match=r"^unknown object label group 'background'; the groups are \('colour', "):
+        object_label_names(["background"])
 
 
 def test_the_oracle_codes_every_desc_once():

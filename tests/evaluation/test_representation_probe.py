@@ -104,4 +104,4 @@ def test_the_tool_reads_a_features_folder_whose_answer_is_known(tmp_path):
 def test_the_tool_needs_something_to_probe(tmp_path):
     cmd = [sys.executable, os.path.join(ROOT, "tools", "probe_representation.py"), "--output-dir", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode != 0 and "nothing to probe: give --features, --weights or --oracle" in proc.stderr
+    assert proc.returncode != 0 and "nothing to probe: give --features, --weights, --oracle or --detector" in proc.stderr

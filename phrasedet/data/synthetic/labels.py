@@ -16,6 +16,10 @@ They serve two purposes: the representation probe
 tells each of them apart, and the built-in CNN's pretraining (the stand-in for ImageNet) trains
 on the groups of :data:`PRETRAINING_GROUPS`, as ImageNet's CNNs classify objects: which objects
 each image holds, how many, and the background, never where they are.
+
+The facts of one object (:data:`OBJECT_LABEL_GROUPS`: its colour, shape, size and colour + shape)
+label the regions of the detector probe (:mod:`phrasedet.evaluation.region_probe`,
+:func:`object_label_matrix`).
 """
 from itertools import product
 from typing import Dict, List, Sequence
@@ -24,13 +28,16 @@ import numpy as np
 
 from .scene import BACKGROUNDS, COLOURS, SHAPES
 
-__all__ = ["POSITIONS", "LABEL_GROUPS", "PRETRAINING_GROUPS", "label_names", "label_groups", "scene_labels",
-           "label_matrix", "group_columns"]
+__all__ = ["POSITIONS", "LABEL_GROUPS", "PRETRAINING_GROUPS", "OBJECT_LABEL_GROUPS", "label_names", "label_groups",
+           "scene_labels", "label_matrix", "group_columns", "object_label_names", "object_label_groups",
+           "object_label_matrix"]
 
 POSITIONS = ("left", "right", "top", "bottom", "center")
 LABEL_GROUPS = ("background", "colour", "shape", "colour_shape", "count", "colour_position", "shape_position")
 #: What the pretraining CNN is trained to classify (no position: an ImageNet classifier is not told where).
 PRETRAINING_GROUPS = ("background", "colour", "shape", "colour_shape", "count")
+#: The facts of one object: what a region on it can be asked.
+OBJECT_LABEL_GROUPS = ("colour", "shape", "size", "colour_shape")
 
 
 def _group_labels(group: str) -> List[tuple]:
@@ -92,3 +99,36 @@ def group_columns(groups: Sequence[str] = LABEL_GROUPS) -> Dict[str, np.ndarray]
     """{group: the column indices of its labels in :func:`label_matrix`}."""
     per = np.array(label_groups(groups))
     return {g: np.flatnonzero(per == g) for g in groups}
+
+
+# ---------------------------------------------------------------- the facts of one object
+def _object_group_labels(group: str) -> List[tuple]:
+    """The labels of one object group as (name, predicate over an object ``{"colour", "shape", "size"}``):
+    one-vs-rest per colour (8), per shape (6) and per colour-shape pair (48; "red circle"), and one
+    label for size ("large": 1 for a large object, 0 for a small one)."""
+    if group == "colour":
+        return [(c, lambda o, c=c: o["colour"] == c) for c in COLOURS]
+    if group == "shape":
+        return [(s, lambda o, s=s: o["shape"] == s) for s in SHAPES]
+    if group == "size":
+        return [("large", lambda o: o["size"] == "large")]
+    if group == "colour_shape":
+        return [(f"{c} {s}", lambda o, c=c, s=s: o["colour"] == c and o["shape"] == s) for c, s in product(COLOURS, SHAPES)]
+    raise ValueError(f"unknown object label group {group!r}; the groups are {OBJECT_LABEL_GROUPS}")
+
+
+def object_label_names(groups: Sequence[str] = OBJECT_LABEL_GROUPS) -> List[str]:
+    """The names of the object labels of ``groups``, in column order."""
+    return [name for g in groups for name, _ in _object_group_labels(g)]
+
+
+def object_label_groups(groups: Sequence[str] = OBJECT_LABEL_GROUPS) -> List[str]:
+    """The group of each column of :func:`object_label_matrix`."""
+    return [g for g in groups for _ in _object_group_labels(g)]
+
+
+def object_label_matrix(objects: Sequence[dict], groups: Sequence[str] = OBJECT_LABEL_GROUPS) -> np.ndarray:
+    """[N, L] uint8, one row per object (the ground truth's ``{"colour", "shape", "size", ...}``):
+    1 where the label is true of it."""
+    predicates = [pred for g in groups for _, pred in _object_group_labels(g)]
+    return np.array([[bool(p(o)) for p in predicates] for o in objects], dtype=np.uint8).reshape(len(objects), len(predicates))
