@@ -89,3 +89,14 @@ def test_the_schedule_table_reads_where_each_phase_stopped_and_what_was_selected
     files = comparison.curve_files(["cite", "cca", "cite_cca_init"], [0, 1])
     assert list(files) == ["cite"] and files["cite"][1] == [str(tmp_path / "detector0" / "seed1" / "cite" / s / "metrics.json")
                                                            for s in ("stage3_classifier", "stage3b_classifier")]
+
+
+def test_a_study_puts_its_runs_beside_the_comparison_on_the_same_detector(tmp_path, fake_runs, monkeypatch):
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    compare.main(_args(tmp_path, "--models", "cite", "--study", "budget", "PHRASEDET.RECIPE.SELECTION.PATIENCE", "0"))
+    assert [(c[0], c[2]) for c in fake_runs] == [
+        ("cca", str(tmp_path / "out" / "detector1" / "cca")),  # stage 1: the comparison's detector, not the study's
+        ("cite", str(tmp_path / "out" / "detector1" / "budget" / "seed0" / "cite")),
+        ("cite", str(tmp_path / "out" / "detector1" / "budget" / "seed2" / "cite"))]
+    detector = str(tmp_path / "out" / "detector1" / "cca" / "stage1_detector" / "model_final.pth")
+    assert fake_runs[1][4]["PHRASEDET.RECIPE.DETECTOR_WEIGHTS"] == detector and fake_runs[1][4]["PHRASEDET.RECIPE.SELECTION.PATIENCE"] == "0"

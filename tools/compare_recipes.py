@@ -15,7 +15,8 @@ per claim (phrasedet/engine/phrase_detection_claims.py) and the validation curve
 (``<output-root>/detector<d>/curves*.png``) are printed per detector and written to
 ``<output-root>/comparison.json``.
 
-Runs, each one ``tools/train_net.py`` of a recipe config into ``<output-root>/detector<d>/...``:
+Runs, each one ``tools/train_net.py`` of a recipe config into ``<output-root>/detector<d>/...``
+(``--study NAME``: ``<output-root>/detector<d>/NAME/...``, the same detectors):
 
 * ``cca`` (``configs/cca.yaml``, ``SEED d``): stage 1 (the detector, unless kept), the CCA, and
   the frozen CCA tested; stage 3 trains nothing, so one run stands for every seed;
@@ -93,7 +94,8 @@ class DetectorComparison:
         self.trained_here = False  # the cca run trained the detector in this process
 
     def out(self, model, seed=None):
-        return os.path.join(self.root, model) if seed is None else os.path.join(self.root, f"seed{seed}", model)
+        base = os.path.join(self.root, self.args.study) if getattr(self.args, "study", "") else self.root
+        return os.path.join(base, model) if seed is None else os.path.join(base, f"seed{seed}", model)
 
     def detector(self):
         """The stage-1 detector's weights: the kept one, else trained by the ``cca`` run (kept then)."""
@@ -101,20 +103,20 @@ class DetectorComparison:
 
         if self.kept and os.path.isfile(self.kept):
             return self.kept
-        trained = os.path.join(self.out("cca"), "stage1_detector", "model_final.pth")
+        trained = os.path.join(self.root, "cca", "stage1_detector", "model_final.pth")
         if not os.path.isfile(trained):
             print(f"detector {self.d}: training stage 1 (SEED {self.d}) in the cca run", flush=True)
-            self._train("cca", None, [], records=None, resume=False)
+            self._train("cca", None, [], records=None, resume=False, out=os.path.join(self.root, "cca"))
             self.trained_here = True
         if self.kept:
             save_model(trained, self.kept)
             return self.kept
         return trained
 
-    def _train(self, model, seed, weights_opts, records, resume=None, flags=()):
+    def _train(self, model, seed, weights_opts, records, resume=None, flags=(), out=None):
         config, extra, _ = MODELS[model]
         seed_opts = ["SEED", self.d if seed is None else seed]
-        return train_run(model, _config(config), self.out(model, seed), self.args.resume if resume is None else resume,
+        return train_run(model, _config(config), out or self.out(model, seed), self.args.resume if resume is None else resume,
                          [*EVERY_RUN, *weights_opts, *extra, *seed_opts, *self.args.opts], flags, records)
 
     def run(self, text_digest):
@@ -125,14 +127,15 @@ class DetectorComparison:
         if self.args.record_root:
             self.records = RunRecords(self.root, os.path.join(self.args.record_root, f"detector{self.d}"),
                                       model_digest(weights), ROOT, word_vectors=text_digest)
-            if os.path.isfile(os.path.join(self.out("cca"), "results.json")) and self.records.read(self.out("cca")) is None:
-                self.records.save(self.out("cca"), name="cca")  # the run that trained the detector
+            first = os.path.join(self.root, "cca")  # the run that trained the detector
+            if os.path.isfile(os.path.join(first, "results.json")) and self.records.read(first) is None:
+                self.records.save(first, name="cca")
         on_detector = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", weights]
         runs, ppa, minutes = {}, {}, {}
         for model in self.args.models:
             per_seed = MODELS[model][2]
             for seed in (self.args.seeds if per_seed else [None]):
-                keep = model == "cca" and self.trained_here  # the run that trained the detector is finished
+                keep = model == "cca" and self.trained_here and self.out("cca") == os.path.join(self.root, "cca")  # finished
                 results, spent = self._train(model, seed, on_detector, self.records, resume=True if keep else None)
                 runs.setdefault(model, []).append(_metrics(results))
                 ppa.setdefault(model, []).append(results["phrase_detection_ppa"])
@@ -146,7 +149,7 @@ class DetectorComparison:
     def filtered(self, seed):
         """``cite_cca``'s tested model of ``seed`` evaluated with phrase filtering (its record, or
         the model trained again when its weights were not kept)."""
-        out = os.path.join(self.root, f"seed{seed}", "cite_cca_filtered")
+        out = self.out("cite_cca_filtered", seed)
         weights = ""
         if not finished(out, self.args.resume, self.records):
             run = self.out("cite_cca", seed)
@@ -222,6 +225,8 @@ def main(argv=None):
                    "'' = train paper 000's embedding network on the built-in CNN; 'none' (default) = no filtering rows")
     p.add_argument("--filter-config", default="", help="that model's retrieval config (default: configs/retrieval/two_branch.yaml)")
     p.add_argument("--filter-opts", nargs="*", default=None, help="KEY VALUE overrides of that config")
+    p.add_argument("--study", default="", help="put the runs in <output-root>/detector<d>/<STUDY>/ (and their records "
+                   "likewise): a measurement beside the comparison on the same detectors, e.g. its budget")
     p.add_argument("--backbone-weights", default="", help="the built-in CNN of the default filter model (default: cached)")
     add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
