@@ -60,7 +60,7 @@ def test_images_go_in_batches_of_one_size_in_order():
 
 @pytest.fixture(scope="module")
 def tiny_detector(tmp_path_factory):
-    """A randomly initialized R-18 C4 PhraseRCNN (configs/qa_rcnn.yaml) at 96 px, in training mode,
+    """A randomly initialized PhraseRCNN of configs/qa_rcnn.yaml (the built-in ResNet, res4) at 96 px, in training mode,
     its config and a checkpoint file of it."""
     tmp = tmp_path_factory.mktemp("tiny_detector")
     cfg = phrasedet_config("qa_rcnn.yaml", tmp, ["INPUT.MIN_SIZE_TEST", 96, "INPUT.MAX_SIZE_TEST", 120])
@@ -131,7 +131,7 @@ def test_a_detector_checkpoint_lends_only_its_region_parts_and_must_hold_them(ti
 @pytest.mark.usefixtures("builtin_root")
 def test_the_tool_probes_a_detector_and_names_a_checkpoint_that_does_not_fit(tiny_detector, tmp_path, capsys):
     """The tiny detector's checkpoint at 32 px: one column, every object group, the JSON; a
-    checkpoint of another backbone (R-18 read by an R-50 config) and a missing one are errors naming the file."""
+    checkpoint of another backbone (width 32 read by a width-64 config) and a missing one are errors naming the file."""
     _, _, path = tiny_detector
     tool = load_tool("probe_representation")
     vectors = phrasedet_config("qa_rcnn.yaml", tmp_path).PHRASEDET.TEXT.WORD_VECTORS_PATH
@@ -148,7 +148,7 @@ def test_the_tool_probes_a_detector_and_names_a_checkpoint_that_does_not_fit(tin
     labels = saved["probes"]["tiny"]["labels"]
     assert len(labels) == 63 and [labels[f"{c} {s}"] for c, s in HELD_OUT_COMBOS] == [None] * len(HELD_OUT_COMBOS)
     with pytest.raises(SystemExit, match=rf"^--detector tiny: {re.escape(path)} does not fit the model: "):
-        tool.main(["--detector", f"tiny={path}", *common, "MODEL.RESNETS.DEPTH", "50", "MODEL.RESNETS.RES2_OUT_CHANNELS", "256"])
+        tool.main(["--detector", f"tiny={path}", *common, "MODEL.RESNETS.RES2_OUT_CHANNELS", "64", "MODEL.RESNETS.STEM_OUT_CHANNELS", "64"])
     gone = str(tmp_path / "none.pth")
     with pytest.raises(SystemExit, match=rf"^--detector gone: checkpoint '{re.escape(gone)}' does not exist$"):
         tool.main(["--detector", f"gone={gone}", *common])

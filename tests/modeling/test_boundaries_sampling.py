@@ -119,7 +119,7 @@ def test_roi_heads_sample_a_proposal_at_iou_exactly_one_half_as_foreground():
     props, tgt = _image([[0.0, 0, 5, 10], [0.0, 0, 4.96875, 10], [20.0, 20, 30, 30]], [[0.0, 0, 10, 10]], [0])
     for seed in range(5):
         torch.manual_seed(seed)
-        (boxes, targets, gt), = heads._sample([props], [tgt], [1])
+        (boxes, targets, gt, _), = heads._sample([props], [tgt], [1])
         # fg candidates {A, gt}: one sampled; bg {B, C}: both -> 3 regions kept.
         # With > instead of >=: fg {gt}, bg {A, B, C} -> 4 regions kept and A a background.
         assert len(boxes) == 3

@@ -284,6 +284,7 @@ def test_anchors_built_in_configs_unchanged_real_data_configs_as_their_checkpoin
             assert (a.SIZES, a.ASPECT_RATIOS, cfg.MODEL.WEIGHTS, cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == \
                 ([[16, 32, 64, 128]], [[0.5, 1.0, 2.0]], "phrasedet://builtin_detector/model_final.pth",
                  ["backbone", "proposal_generator", "roi_heads.region_features"]), path
+            checked["builtin"] += 1
         elif "Base-Builtin.yaml" in _chain(path):  # the CPU configs and their published numbers
             assert (a.SIZES, a.ASPECT_RATIOS, cfg.MODEL.WEIGHTS, cfg.PHRASEDET.WEIGHTS.PRETRAINED_PARTS) == \
                 ([[16, 32, 64, 128]], [[0.5, 1.0, 2.0]], "", []), path

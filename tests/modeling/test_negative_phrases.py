@@ -114,7 +114,7 @@ def test_roi_heads_score_appended_negatives_against_the_source_foreground():
     plain = heads._sample(proposals, targets, [2, 1])
     torch.manual_seed(1)
     with_neg = heads._sample(proposals, targets, [2, 1], [[1], []])
-    (boxes, tgt, gt), (boxes0, tgt0, gt0) = with_neg[0], plain[0]
+    (boxes, tgt, gt, _), (boxes0, tgt0, gt0, _) = with_neg[0], plain[0]
     assert torch.equal(boxes.tensor, boxes0.tensor) and tgt.iou.shape == (3, len(boxes)) and gt.shape == (3, len(boxes), 4)
     assert torch.equal(tgt.sampled[2], tgt0.sampled[1] & (tgt0.iou[1] >= 0.5)) and tgt.sampled[2].any()
     assert torch.equal(tgt.iou[2], torch.zeros(len(boxes)))
