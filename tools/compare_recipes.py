@@ -4,7 +4,7 @@ retrieval and pointing comparisons share (records, --resume, verdicts over seeds
 
     python tools/compare_recipes.py [--output-root output/phrase_detection_compare] [--detectors 0 1]
         [--seeds 0 1 2] [--models cca cite_cca cite ...] [--record-root results/phrase_detection_compare]
-        [--word-vectors PATH] [--filter-weights PATH | none] [--resume] [KEY VALUE ...]
+        [--word-vectors PATH] [--filter-weights PATH | none] [--resume] [-- KEY VALUE ...]
 
 For each stage-1 detector (``--detectors``: the recipe's stage 1 trained with ``SEED d``, as
 ``make demo`` trains it with ``SEED 0``), every classifier of Table IV is trained in stage 3 on that
