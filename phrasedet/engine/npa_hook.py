@@ -36,6 +36,18 @@ SCORING_BATCH = 4  # images per backbone forward in a refresh
 
 
 @torch.no_grad()
+def _ground_truth_regions(model, batch) -> list:
+    """Per input, the region features [N_i, D] of its ground-truth boxes: looked up in the model's
+    region cache when it has one (stage 3 on a frozen detector), else computed by the detector."""
+    if getattr(model, "region_cache", None) is not None:
+        return [c.gt_region_features(x["instances"].gt_boxes.tensor, model.device)
+                for c, x in zip(model.region_cache.lookup(batch), batch)]
+    images = model.preprocess_image(batch)
+    features = model.backbone(images.tensor)
+    boxes = [x["instances"].gt_boxes.to(model.device) for x in batch]
+    return model.roi_heads.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+
+
 def ground_truth_scores(model, inputs, vocabulary):
     """How strongly ``model`` scores each vocabulary phrase on each phrase's ground-truth regions.
 
@@ -58,10 +70,7 @@ def ground_truth_scores(model, inputs, vocabulary):
     sums, counts = {}, {}
     for start in range(0, len(inputs), SCORING_BATCH):
         batch = inputs[start:start + SCORING_BATCH]
-        images = model.preprocess_image(batch)
-        features = model.backbone(images.tensor)
-        boxes = [x["instances"].gt_boxes.to(model.device) for x in batch]
-        regions = heads.region_features(features, boxes, images.image_sizes).split([len(b) for b in boxes])
+        regions = _ground_truth_regions(model, batch)
         for x, r in zip(batch, regions):
             if len(r) == 0:
                 continue

@@ -151,3 +151,19 @@ def test_the_cache_refuses_a_detector_that_trains_or_changed_and_binds_only_the_
         same.roi_heads.region_features.head.fc1.weight.mul_(1.0)  # an in-place change, even of nothing
     with pytest.raises(RuntimeError, match="its weights changed"):
         cache.lookup([x])
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_the_npa_table_scores_cached_ground_truth_regions_as_the_detector_does():
+    from phrasedet.engine.npa_hook import ground_truth_scores
+
+    cfg = _cfg("qa_rcnn_npa.yaml")
+    model = _frozen_model(cfg)
+    model.eval()
+    inputs = _inputs(cfg, TRAIN, 3, is_train=False)
+    vocabulary = sorted({p for x in inputs for p in x["phrases"]})
+    slow_phrases, slow = ground_truth_scores(model, inputs, vocabulary)
+    model.region_cache = RegionCache(model)
+    phrases, fast = ground_truth_scores(model, inputs, vocabulary)
+    assert phrases == slow_phrases and model.region_cache.computed == 3
+    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-4)

@@ -94,10 +94,14 @@ class CachedRegions:
         same = (gt_boxes.cpu()[:, None, :] == self.gt_boxes[None]).all(dim=2)  # [N, G]
         return torch.where(same.any(dim=1), same.float().argmax(dim=1), -1)
 
+    def gt_region_features(self, gt_boxes: torch.Tensor, device) -> torch.Tensor:
+        """[N, D] features of ``gt_boxes`` [N, 4] (all cached)."""
+        return self.gt_features[self.gt_rows(gt_boxes)].to(device)
+
     def region_rows(self, gt_boxes: torch.Tensor, device) -> torch.Tensor:
         """[R + N, D] features of the proposals followed by ``gt_boxes`` [N, 4] (all cached), the
         order of Detectron2's ``add_ground_truth_to_proposals``."""
-        return torch.cat([self.proposal_features, self.gt_features[self.gt_rows(gt_boxes)]]).to(device)
+        return torch.cat([self.proposal_features.to(device), self.gt_region_features(gt_boxes, device)])
 
 
 def _gt_boxes(inp: dict) -> torch.Tensor:
