@@ -66,6 +66,7 @@ MODELS = {
 }
 EVERY_RUN = ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", False, "TEST.PHRASE_DETECTION.PPA", True]
 STAGE3 = ("stage3_classifier", "stage3b_classifier")
+KEPT_CNN = os.path.join(ROOT, "results", "builtin_cnn", "backbone.pth")  # the CNN the retrieval records were made on
 LOC_TOLERANCE = 1.0  # a validation curve has flattened where it never again gains more than this (points of loc. acc.)
 
 
@@ -198,15 +199,13 @@ def filter_model(args):
     config = os.path.join(ROOT, "configs", "retrieval", "two_branch.yaml")
     if args.filter_weights:
         return {"config": args.filter_config or config, "weights": args.filter_weights, "opts": args.filter_opts or []}
-    from phrasedet.engine.pretrained_cnn import ensure_builtin_cnn
-
     root = os.path.join(args.output_root, "filter")
     weights = os.path.join(root, "cnn", "seed0", "two_branch", "model_best.pth")
+    cnn = args.backbone_weights or KEPT_CNN
     if not os.path.isfile(weights):
         run_tool("compare_retrieval.py", "--models", "two_branch", "--seeds", "0", "--representations", "cnn",
-                 "--output-root", root, *(["--word-vectors", args.word_vectors] if args.word_vectors else []),
-                 log=os.path.join(args.output_root, "filter.log"))
-    cnn = ensure_builtin_cnn() if not args.backbone_weights else args.backbone_weights
+                 "--backbone-weights", cnn, "--output-root", root,
+                 *(["--word-vectors", args.word_vectors] if args.word_vectors else []), log=os.path.join(args.output_root, "filter.log"))
     text = [str(o) for o in args.opts[:6]] if args.word_vectors else []  # run_opts' word-vector keys come first
     return {"config": config, "weights": weights,
             "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", cnn, *text]}
@@ -227,7 +226,7 @@ def main(argv=None):
     p.add_argument("--filter-opts", nargs="*", default=None, help="KEY VALUE overrides of that config")
     p.add_argument("--study", default="", help="put the runs in <output-root>/detector<d>/<STUDY>/ (and their records "
                    "likewise): a measurement beside the comparison on the same detectors, e.g. its budget")
-    p.add_argument("--backbone-weights", default="", help="the built-in CNN of the default filter model (default: cached)")
+    p.add_argument("--backbone-weights", default="", help="the CNN of the default filter model (default: results/builtin_cnn/backbone.pth)")
     add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
