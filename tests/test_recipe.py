@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -77,6 +78,20 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert summary["comparison"]["cca_minus_random"]["mAP"] == pytest.approx(cca_map - random_map)
     assert "Paper 003's central finding" in summary["comparison"]["verdict"]
     assert "CCA initialization vs random initialization of CITEClassifier" in log and "| CCA - random" in log
+    assert "Random-initialization baseline: training in a second process" in log  # cite_cca.yaml: BASELINE_PROCESS
+
+    # the baseline trained in this process, after the CCA-initialized classifier (finished: --resume skips it): the same
+    # model, up to the rounding of a different thread count (the second process had half the threads)
+    seq = tmp_path / "sequential"
+    shutil.copytree(tmp_path, seq, ignore=shutil.ignore_patterns("stage3_classifier_random_init", "results.json", "log*"))
+    log = _run("cite_cca.yaml", seq, "--resume", "PHRASEDET.RECIPE.BASELINE_PROCESS", "False")
+    assert "training in a second process" not in log and "Starting training from iteration 0" in log
+    alone = torch.load(seq / "stage3_classifier_random_init" / "model_final.pth", weights_only=True)["model"]
+    assert alone.keys() == baseline.keys()
+    assert all(torch.allclose(alone[k].double(), v.double(), rtol=1e-3, atol=1e-3) for k, v in baseline.items())
+    alone_results = json.loads((seq / "results.json").read_text())["random_init"]["results"]["phrase_detection"]
+    for key, value in summary["random_init"]["results"]["phrase_detection"].items():
+        assert alone_results[key] == pytest.approx(value, abs=0.05), key
 
     # interrupt stage 3 after iteration 2 of 4: --resume goes on there, with the stage-1 model and the CCA as they were,
     # and ends with the uninterrupted run's weights and numbers (the resumable stream and per-iteration seeds)
@@ -94,7 +109,8 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert final == uninterrupted
     resumed_state = torch.load(stage3 / "model_final.pth", weights_only=True)["model"]
     assert all(torch.equal(resumed_state[k], v) for k, v in uninterrupted_state.items())
-    assert "Starting training from iteration 4" in log  # the finished baseline is only evaluated again
+    # the finished baseline (in its second process, with its own log) is only evaluated again
+    assert "Starting training from iteration 4" in (tmp_path / "log_random_init.txt").read_text()
 
     # --eval-only rebuilds the CCA-shaped model from the recipe's folder and gives the same numbers
     log = _run("cite_cca.yaml", tmp_path, "--eval-only", "MODEL.WEIGHTS", str(stage3 / "model_final.pth"))

@@ -173,6 +173,9 @@ def add_phrase_detection_config(cfg):
     # Also train the classifier randomly initialized (same detector, budget and seed; folders
     # stage3_classifier_random_init ...), evaluate both and report CCA init minus random init per bucket.
     _C.PHRASEDET.RECIPE.COMPARE_RANDOM_INIT = False
+    # Train that baseline in a second process beside the CCA-initialized classifier, each with half the threads
+    # (phrasedet/engine/baseline_process.py; one process only: with several, the baseline follows).
+    _C.PHRASEDET.RECIPE.BASELINE_PROCESS = False
     # Stage 3 trains and validates on region features the frozen detector computes once per image (as the released
     # CITE code trains on precomputed features; phrasedet/modeling/roi_heads/region_cache.py); False = run the detector
     # every step (the same numbers up to float rounding).

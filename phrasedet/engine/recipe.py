@@ -48,6 +48,7 @@ from phrasedet.modeling.cca import (fit_cca_from_detector, fit_deep_cca_from_pai
 from .init_comparison import compare_initializations, format_comparison
 from .model_selection import Selection, read_selection
 from .optimizer import OPTIMIZERS
+from .baseline_process import join_baseline, start_baseline
 from .hooks import RegionCacheHook
 from .stages import Stage, evaluate_weights, freeze_all_but, load_weights, run_stage, run_stages, stage_config, stage_solver
 from .trainer import PhrasedetTrainer
@@ -365,12 +366,17 @@ def run_recipe(cfg, resume: bool = False):
         detector_weights = stage1.final_weights
     cca_layers = fit_or_load_cca(cfg, detector_weights, resume) if _needs_cca(cfg) else None
     shared = {}  # the region cache of the frozen detector, for every stage-3 phase
+    side_by_side = r.COMPARE_RANDOM_INIT and r.BASELINE_PROCESS and comm.get_world_size() == 1
+    baseline_process = start_baseline(cfg, detector_weights, resume) if side_by_side else None
     stages = recipe_stages(cfg, detector_weights, cca_layers, shared=shared)
     model, results, final_model = train_and_test(cfg, stages, resume)
     summary = {"final_model": final_model, "results": results}
     if r.COMPARE_RANDOM_INIT:
-        baseline = random_init_stages(cfg, detector_weights, cca_layers, shared=shared)
-        _, random_results, random_model = train_and_test(cfg, baseline, resume)
+        if baseline_process is not None:
+            random_results, random_model = join_baseline(cfg, baseline_process)
+        else:
+            baseline = random_init_stages(cfg, detector_weights, cca_layers, shared=shared)
+            _, random_results, random_model = train_and_test(cfg, baseline, resume)
         summary["random_init"] = {"final_model": random_model, "results": random_results}
         if comm.is_main_process():
             summary["comparison"] = _compare_with_random_init(cfg, results, random_results)
