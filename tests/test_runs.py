@@ -1,6 +1,8 @@
 """phrasedet/engine/runs.py: a comparison's run trained again starts from an empty folder, and a
 finished run is reused by --resume."""
 import json
+import os
+import time
 
 import pytest
 
@@ -13,7 +15,7 @@ NEW = '{"iteration": 99, "retrieval/rsum": 50.0}\n'
 def _fake_train_net(out, calls):
     """A stand-in for ``run_tool("train_net.py", ...)``: appends to metrics.json as Detectron2's
     JSONWriter does and writes results.json; 90 s."""
-    def run_tool(tool, *args, log=None):
+    def run_tool(tool, *args, log=None, append=False):
         calls.append(tool)
         assert not (out / "selection.json").exists() and not (out / "model_best.pth").exists()
         with open(out / "metrics.json", "a") as f:
@@ -35,7 +37,7 @@ def test_an_interrupted_run_is_trained_again_from_an_empty_folder(tmp_path, monk
     assert calls == ["train_net.py"]
     assert results == {"retrieval": {"rsum": 50.0}} and minutes == 1.5
     assert (out / "metrics.json").read_text() == NEW  # one run's curve, not two
-    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "results.json", "wall_time.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "results.json", runs.STARTED, "wall_time.json"]
     assert f"{out}: an unfinished or replaced run's files removed; trained from the start" in capsys.readouterr().out
     # finished: --resume reuses it; without --resume it is trained again, from an empty folder too
     monkeypatch.setattr(runs, "run_tool", lambda *a, **k: pytest.fail("a finished run was trained again"))
@@ -52,3 +54,46 @@ def test_a_new_run_folder_is_made_and_nothing_is_reported_removed(tmp_path, monk
     runs.train_run("vsepp", "c.yaml", str(out), True, [])
     assert calls == ["train_net.py"] and (out / "metrics.json").read_text() == NEW
     assert "removed" not in capsys.readouterr().out
+
+
+def test_an_interrupted_run_of_the_same_command_continues_from_its_checkpoint(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "seed0" / "cite"
+    calls, args = [], []
+    fake = _fake_train_net(out, calls)
+
+    def killed(tool, *a, log=None, append=False):  # the process dies at iteration 1,100: no results.json
+        (out / "metrics.json").write_text(STALE)
+        (out / "last_checkpoint").write_text("model_0000999.pth")
+        for name in os.listdir(out):  # its last record, 10 minutes in
+            os.utime(out / name, (started + 600, started + 600))
+        raise KeyboardInterrupt
+
+    started = time.time() - 3600
+    monkeypatch.setattr(runs.time, "time", lambda: started)
+    monkeypatch.setattr(runs, "run_tool", killed)
+    with pytest.raises(KeyboardInterrupt):
+        runs.train_run("cite", "c.yaml", str(out), True, ["SEED", 0])
+    assert json.loads((out / runs.STARTED).read_text())["command"] == ["c.yaml", "SEED", "0"]
+
+    def continued(tool, *a, log=None, append=False):
+        args.append((a, append))
+        return fake(tool, *a, log=log)
+    monkeypatch.setattr(runs, "run_tool", continued)
+    results, minutes = runs.train_run("cite", "c.yaml", str(out), True, ["SEED", 0])
+    (a, append), = args
+    assert "--resume" in a and append  # train_net.py continues there; its log goes on
+    assert (out / "metrics.json").read_text() == STALE + NEW  # kept: train_net.py's own --resume trims what it redoes
+    assert minutes == pytest.approx(10 + 1.5)  # the interrupted invocation's 10 minutes counted
+    assert "the interrupted run continued from its last checkpoint (10.0 min spent before)" in capsys.readouterr().out
+
+    # another command's unfinished run (here another seed) is not continued: emptied, trained from the start
+    (out / "results.json").unlink()
+    args.clear()
+    runs.train_run("cite", "c.yaml", str(out), True, ["SEED", 1])
+    (a, append), = args
+    assert "--resume" not in a and not append and (out / "metrics.json").read_text() == NEW
+    # nor without --resume
+    (out / "results.json").unlink()
+    args.clear()
+    runs.train_run("cite", "c.yaml", str(out), False, ["SEED", 1])
+    assert "--resume" not in args[0][0]

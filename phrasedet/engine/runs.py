@@ -1,6 +1,11 @@
 """Runs of the repository's tools in subprocesses, for the commands that compare models over
-seeds (``tools/compare_retrieval.py``, ``tools/compare_pointing.py``): one ``train_net.py`` run
-per model and seed, skipped by ``--resume`` when finished."""
+seeds (``tools/compare_recipes.py``, ``tools/compare_retrieval.py``, ``tools/compare_pointing.py``):
+one ``train_net.py`` run per model and seed, skipped by ``--resume`` when finished.
+
+A run that was interrupted (the process killed) is continued by ``--resume`` from its last
+checkpoint, with ``train_net.py --resume`` (exact: :mod:`.exact_resume`), when its folder's
+``run_started.json`` shows it was started by the same command; any other unfinished or replaced
+run's folder is emptied and the run trained from iteration 0."""
 import json
 import os
 import shutil
@@ -8,19 +13,19 @@ import subprocess
 import sys
 import time
 
-__all__ = ["ROOT", "run_tool", "finished", "train_run"]
+__all__ = ["ROOT", "STARTED", "run_tool", "finished", "train_run"]
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def run_tool(tool: str, *args, log: str = None) -> float:
-    """``python tools/<tool> args...``; its output goes to ``log``; returns its wall time in seconds.
-    Raises with the end of its stderr when it fails."""
+def run_tool(tool: str, *args, log: str = None, append: bool = False) -> float:
+    """``python tools/<tool> args...``; its output goes to ``log`` (added to its end with
+    ``append``); returns its wall time in seconds. Raises with the end of its stderr when it fails."""
     cmd = [sys.executable, os.path.join(ROOT, "tools", tool), *map(str, args)]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
     if log:
-        with open(log, "w") as f:
+        with open(log, "a" if append else "w") as f:
             f.write(proc.stdout + proc.stderr)
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
@@ -47,20 +52,47 @@ def _start_afresh(out: str):
         shutil.rmtree(out)
 
 
+STARTED = "run_started.json"
+
+
+def _interrupted_minutes(out: str, command: list):
+    """The minutes spent so far by an interrupted run in ``out`` started by ``command``, or None
+    when ``out`` holds no such run. An interrupted invocation's time is taken to its folder's
+    newest file (its last log line or metrics record)."""
+    path = os.path.join(out, STARTED)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        started = json.load(f)
+    if started["command"] != command:
+        return None
+    newest = max(os.path.getmtime(os.path.join(d, n)) for d, _, names in os.walk(out) for n in names)
+    return started["minutes_before"] + max(0.0, newest - started["time"]) / 60
+
+
 def train_run(name: str, config: str, out: str, resume: bool, opts, flags=(), records=None) -> tuple:
     """One ``train_net.py`` run of ``config`` into ``out`` (skipped when resuming and finished),
-    recorded in ``records`` when given (:func:`finished`).
+    recorded in ``records`` when given (:func:`finished`). With ``resume``, a run of the same
+    command that was interrupted continues from its last checkpoint (the module's docstring).
 
     Returns:
-        (its ``results.json`` results: {task: metrics}, minutes of the run, kept in
-        ``wall_time.json`` for ``--resume``).
+        (its ``results.json`` results: {task: metrics}, minutes of the run, its interrupted
+        invocations included, kept in ``wall_time.json`` for ``--resume``).
     """
     results, timing = os.path.join(out, "results.json"), os.path.join(out, "wall_time.json")
     if not finished(out, resume, records):
-        _start_afresh(out)
+        command = [config, *map(str, flags), *map(str, opts)]
+        before = _interrupted_minutes(out, command) if resume and "--eval-only" not in flags else None
+        if before is None:
+            _start_afresh(out)
+        else:
+            print(f"  {out}: the interrupted run continued from its last checkpoint ({before:.1f} min spent before)", flush=True)
         os.makedirs(out, exist_ok=True)
-        minutes = run_tool("train_net.py", "--config-file", config, *flags, "OUTPUT_DIR", out, *opts,
-                           log=os.path.join(out, "train_net.log")) / 60
+        with open(os.path.join(out, STARTED), "w") as f:
+            json.dump({"command": command, "time": time.time(), "minutes_before": before or 0.0}, f)
+        minutes = (before or 0.0) + run_tool("train_net.py", "--config-file", config, *flags, *(["--resume"] if before is not None else []),
+                                             "OUTPUT_DIR", out, *opts, log=os.path.join(out, "train_net.log"),
+                                             append=before is not None) / 60
         with open(timing, "w") as f:
             json.dump({"minutes": minutes}, f)
         print(f"  {name}: {minutes:.1f} min", flush=True)
