@@ -5,7 +5,8 @@ import pytest
 import torch
 from detectron2.config import get_cfg
 from detectron2.layers import ShapeSpec
-from detectron2.structures import Boxes, ImageList, Instances
+from detectron2.data import DatasetCatalog
+from detectron2.structures import Boxes, ImageList, Instances, pairwise_iou
 from detectron2.utils.events import EventStorage
 
 from phrasedet.config import add_phrasedet_config
@@ -232,3 +233,39 @@ def test_cascade_needs_a_shortlist_capable_classifier():
         PhraseROIHeads(region_features=heads.region_features, classifier=NoEncode(), box_regressor=heads.box_regressor,
                        box2box_transform=heads.box2box_transform, rois_per_phrase=4, positive_fraction=0.25, fg_threshold=0.5,
                        shortlist=None, cascade_topk=5)
+
+
+def _phrase_iou_loop(proposal_boxes, gt_boxes, gt_phrase_ids, num_phrases):
+    """The obvious computation phrase_iou replaces: phrase by phrase, the max over its instances."""
+    iou_all = pairwise_iou(gt_boxes, proposal_boxes)
+    iou = iou_all.new_zeros((num_phrases, len(proposal_boxes)))
+    matched = torch.zeros((num_phrases, len(proposal_boxes)), dtype=torch.long)
+    for p in range(num_phrases):
+        (rows,) = torch.nonzero(gt_phrase_ids == p, as_tuple=True)
+        if len(rows):
+            best, arg = iou_all[rows].max(dim=0)
+            iou[p], matched[p] = best, rows[arg]
+    return iou, matched
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_phrase_iou_equals_the_phrase_by_phrase_max_on_the_builtin_training_images():
+    # every training image's phrase instances (one phrase in five not asked about, -1), against proposals that are
+    # those boxes (ties of 1.0 where phrases share a box), jittered copies and random boxes
+    gen = torch.Generator().manual_seed(0)
+    records = DatasetCatalog.get("builtin_flickr30k_entities_train")
+    ties = 0
+    for record in records[:200]:
+        phrases = sorted({a["phrase"] for a in record["annotations"]})
+        boxes = [(b, phrases.index(a["phrase"])) for a in record["annotations"] for b in a["boxes"]]
+        gt = torch.tensor([b for b, _ in boxes], dtype=torch.float32)
+        ids = torch.tensor([p if p % 5 != 4 else -1 for _, p in boxes])
+        corners = torch.rand(40, 2, generator=gen) * 100
+        random_boxes = torch.cat([corners, corners + 5 + torch.rand(40, 2, generator=gen) * 60], dim=1)
+        props = torch.cat([gt, gt + torch.randn(gt.shape, generator=gen) * 4, random_boxes])
+        args = (Boxes(props), Boxes(gt), ids, len(phrases) + 1)  # one phrase without an instance
+        iou, matched = phrase_iou(*args)
+        ref_iou, ref_matched = _phrase_iou_loop(*args)
+        assert torch.equal(iou, ref_iou) and torch.equal(matched, ref_matched), record["image_id"]
+        ties += int((pairwise_iou(Boxes(gt), Boxes(props)) == 1).sum(0).gt(1).sum())
+    assert ties > 0  # instances sharing a box were among them: the first best instance is taken, as in the loop

@@ -23,15 +23,11 @@ def phrase_iou(proposal_boxes, gt_boxes, gt_phrase_ids, num_phrases):
         the index into ``gt_boxes`` of that best instance (undefined where iou is 0).
     """
     iou_all = pairwise_iou(gt_boxes, proposal_boxes)  # [N, R]
-    R = len(proposal_boxes)
-    iou = iou_all.new_zeros((num_phrases, R))
-    matched = torch.zeros((num_phrases, R), dtype=torch.long, device=iou_all.device)
-    for p in range(num_phrases):
-        (rows,) = torch.nonzero(gt_phrase_ids == p, as_tuple=True)
-        if len(rows):
-            best, arg = iou_all[rows].max(dim=0)
-            iou[p], matched[p] = best, rows[arg]
-    return iou, matched
+    owns = gt_phrase_ids.to(iou_all.device)[None, :] == torch.arange(num_phrases, device=iou_all.device)[:, None]  # [P, N]
+    # IoU >= 0, so -1 keeps another phrase's instances out of the max; the first best instance wins ties
+    best, matched = torch.where(owns[:, :, None], iou_all[None], -1.0).max(dim=1)  # [P, R]
+    has = owns.any(dim=1, keepdim=True)
+    return torch.where(has, best, 0.0), torch.where(has, matched, 0)
 
 
 def sample_regions_per_phrase(iou, rois_per_phrase, positive_fraction, fg_threshold):
