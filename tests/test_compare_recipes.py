@@ -28,6 +28,9 @@ def fake_runs(monkeypatch):
             os.makedirs(os.path.join(out, "stage1_detector"), exist_ok=True)
             torch.save({"model": {"w": torch.tensor([float(dict(zip(opts[::2], opts[1::2]))["SEED"])])}, "iteration": 9},
                        os.path.join(out, "stage1_detector", "model_final.pth"))
+        os.makedirs(os.path.join(out, "stage3_classifier"), exist_ok=True)
+        with open(os.path.join(out, "stage3_classifier", "metrics.json"), "w") as f:  # a validation curve
+            f.writelines(json.dumps({"iteration": i, "phrase_detection/loc_acc": 50.0 + i / 10}) + "\n" for i in (149, 299))
         results = {"phrase_detection": METRICS, "phrase_detection_ppa": {**METRICS, "mAP": 13.0}}
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump({"final_model": os.path.join(out, "model_best.pth"), "results": results}, f)
@@ -100,3 +103,8 @@ def test_a_study_puts_its_runs_beside_the_comparison_on_the_same_detector(tmp_pa
         ("cite", str(tmp_path / "out" / "detector1" / "budget" / "seed2" / "cite"))]
     detector = str(tmp_path / "out" / "detector1" / "cca" / "stage1_detector" / "model_final.pth")
     assert fake_runs[1][4]["PHRASEDET.RECIPE.DETECTOR_WEIGHTS"] == detector and fake_runs[1][4]["PHRASEDET.RECIPE.SELECTION.PATIENCE"] == "0"
+    # its curves and summary go beside its runs: the comparison's own are left as they were
+    out = tmp_path / "out"
+    assert (out / "detector1" / "budget" / "curves.png").is_file() and not (out / "detector1" / "curves.png").exists()
+    assert json.loads((out / "comparison_budget.json").read_text())["runs"]["detector1"]["runs"]["cite"]
+    assert not (out / "comparison.json").exists()

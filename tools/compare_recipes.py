@@ -9,7 +9,7 @@ retrieval and pointing comparisons share (records, --resume, verdicts over seeds
 For each stage-1 detector (``--detectors``: the recipe's stage 1 trained with ``SEED d``, as
 ``make demo`` trains it with ``SEED 0``), every classifier of Table IV is trained in stage 3 on that
 frozen detector for each stage-3 seed (``--seeds``) with the recipe's schedule
-(configs/Base-Recipe.yaml: validation every epoch, each phase stopped by its patience, the best
+(configs/Base-Recipe.yaml: 12,000 Adam iterations and 150 SGD, validation every epoch, the best
 validation model tested), then the table (mean ± standard deviation over the seeds), one verdict
 per claim (phrasedet/engine/phrase_detection_claims.py) and the validation curves
 (``<output-root>/detector<d>/curves*.png``) are printed per detector and written to
@@ -94,9 +94,13 @@ class DetectorComparison:
         self.records = None
         self.trained_here = False  # the cca run trained the detector in this process
 
+    @property
+    def base(self):
+        """The folder of this comparison's runs, curves and tables: ``<root>``, or ``<root>/<study>``."""
+        return os.path.join(self.root, self.args.study) if getattr(self.args, "study", "") else self.root
+
     def out(self, model, seed=None):
-        base = os.path.join(self.root, self.args.study) if getattr(self.args, "study", "") else self.root
-        return os.path.join(base, model) if seed is None else os.path.join(base, f"seed{seed}", model)
+        return os.path.join(self.base, model) if seed is None else os.path.join(self.base, f"seed{seed}", model)
 
     def detector(self):
         """The stage-1 detector's weights: the kept one, else trained by the ``cca`` run (kept then)."""
@@ -250,16 +254,16 @@ def main(argv=None):
         print(schedule_table(comparison, args.models, args.seeds))
         title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
         files = comparison.curve_files(args.models, args.seeds)
-        print(draw_curves(files, os.path.join(comparison.root, "curves.png"), title, "phrase_detection/loc_acc",
+        print(draw_curves(files, os.path.join(comparison.base, "curves.png"), title, "phrase_detection/loc_acc",
                           LOC_TOLERANCE, "validation loc. acc. (%)"))
         for key, bucket in BUCKETS:
-            draw_curves(files, os.path.join(comparison.root, f"curves_{key.split('_', 1)[1]}.png"),
+            draw_curves(files, os.path.join(comparison.base, f"curves_{key.split('_', 1)[1]}.png"),
                         f"{title}, {bucket} phrases", f"phrase_detection/loc_acc_{key.split('_', 1)[1]}", LOC_TOLERANCE,
                         f"validation loc. acc., {bucket} (%)")
         summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "minutes": minutes, "verdicts": verdicts}
     print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
     os.makedirs(args.output_root, exist_ok=True)
-    with open(os.path.join(args.output_root, "comparison.json"), "w") as f:
+    with open(os.path.join(args.output_root, f"comparison_{args.study}.json" if args.study else "comparison.json"), "w") as f:
         json.dump(summary, f, indent=1)
 
 
