@@ -34,6 +34,8 @@ def fake_runs(monkeypatch):
         results = {"phrase_detection": METRICS, "phrase_detection_ppa": {**METRICS, "mAP": 13.0}}
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump({"final_model": os.path.join(out, "model_best.pth"), "results": results}, f)
+        with open(os.path.join(out, "wall_time.json"), "w") as f:
+            json.dump({"minutes": 1.5}, f)
         if records is not None:
             records.save(out, name=name)
         return results, 1.5
@@ -108,3 +110,27 @@ def test_a_study_puts_its_runs_beside_the_comparison_on_the_same_detector(tmp_pa
     assert (out / "detector1" / "budget" / "curves.png").is_file() and not (out / "detector1" / "curves.png").exists()
     assert json.loads((out / "comparison_budget.json").read_text())["runs"]["detector1"]["runs"]["cite"]
     assert not (out / "comparison.json").exists()
+
+
+def test_records_only_trains_nothing_and_keeps_the_seeds_every_model_has(tmp_path, fake_runs, monkeypatch, capsys):
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    records = ["--record-root", str(tmp_path / "records")]
+    compare.main(_args(tmp_path, *records, "--models", "cca", "cite_cca", "cite"))  # seeds 0 and 2 of both
+    compare.main(["--output-root", str(tmp_path / "out"), "--detectors", "1", "--seeds", "1", *records, "--models", "cite_cca"])
+    trained = len(fake_runs)
+    # a new machine (no output folder): from the records alone; seed 1 lacks cite, deep_cca was never run
+    new = ["--output-root", str(tmp_path / "new"), "--detectors", "1", "--seeds", "0", "1", "2", *records, "--records-only"]
+    from phrasedet.engine import runs
+
+    monkeypatch.setattr(compare, "train_run", runs.train_run)  # the real one, restoring records
+    monkeypatch.setattr(runs, "run_tool", lambda *a, **k: pytest.fail("--records-only trained a run"))
+    compare.main(new + ["--models", "cca", "cite_cca", "cite", "deep_cca"])
+    out = capsys.readouterr().out
+    assert "detector 1, --records-only: models cca, cite_cca, cite; seeds [0, 2]; no record (left out): deep_cca; " \
+           "seeds left out for cite seed 1" in out
+    summary = json.loads((tmp_path / "new" / "comparison.json").read_text())["runs"]["detector1"]
+    assert summary["seeds"] == [0, 2] and len(summary["runs"]["cite"]) == len(summary["runs"]["cite_cca"]) == 2
+    assert any(v["claim"].endswith("CCA initialization beats random initialization, CITE") for v in summary["verdicts"])
+    assert trained == len(fake_runs)
+    with pytest.raises(SystemExit, match="no kept detector"):
+        compare.main(new[:2] + ["--detectors", "3", "--seeds", "0", *records, "--records-only", "--models", "cite"])

@@ -93,6 +93,7 @@ class DetectorComparison:
         self.kept = os.path.join(args.record_root, f"detector{d}", "detector.pth") if args.record_root else ""
         self.records = None
         self.trained_here = False  # the cca run trained the detector in this process
+        self.models, self.seeds = list(getattr(args, "models", [])), list(getattr(args, "seeds", []))  # --records-only: those recorded
 
     @property
     def base(self):
@@ -108,6 +109,8 @@ class DetectorComparison:
 
         if self.kept and os.path.isfile(self.kept):
             return self.kept
+        if self.args.records_only:
+            raise SystemExit(f"--records-only: detector {self.d} has no kept detector ({self.kept or 'no --record-root'})")
         trained = os.path.join(self.root, "cca", "stage1_detector", "model_final.pth")
         if not os.path.isfile(trained):
             print(f"detector {self.d}: training stage 1 (SEED {self.d}) in the cca run", flush=True)
@@ -135,11 +138,13 @@ class DetectorComparison:
             first = os.path.join(self.root, "cca")  # the run that trained the detector
             if os.path.isfile(os.path.join(first, "results.json")) and self.records.read(first) is None:
                 self.records.save(first, name="cca")
+        if self.args.records_only:
+            self.keep_recorded()
         on_detector = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", weights]
         runs, ppa, minutes = {}, {}, {}
-        for model in self.args.models:
+        for model in self.models:
             per_seed = MODELS[model][2]
-            for seed in (self.args.seeds if per_seed else [None]):
+            for seed in (self.seeds if per_seed else [None]):
                 keep = model == "cca" and self.trained_here and self.out("cca") == os.path.join(self.root, "cca")  # finished
                 results, spent = self._train(model, seed, on_detector, self.records, resume=True if keep else None)
                 runs.setdefault(model, []).append(_metrics(results))
@@ -147,9 +152,30 @@ class DetectorComparison:
                 minutes.setdefault(model, []).append(spent)
         if "cite_cca" in ppa:
             runs["cite_cca_ppa"] = ppa["cite_cca"]
-        if "cite_cca" in self.args.models and self.args.filter is not None:
-            runs["cite_cca_filtered"] = [self.filtered(seed) for seed in self.args.seeds]
+        if "cite_cca" in self.models and self.args.filter is not None and self.filtered_recorded():
+            runs["cite_cca_filtered"] = [self.filtered(seed) for seed in self.seeds]
         return runs, ppa, {m: sum(v) / len(v) for m, v in minutes.items()}
+
+    def keep_recorded(self):
+        """``--records-only``: keep the models with a record and the seeds in which every kept
+        per-seed model has one (so every claim compares the same seeds); say what is left out."""
+        def recorded(model, seed):
+            return finished(self.out(model, seed), True, self.records)
+
+        gone = [m for m in self.models if not any(recorded(m, s) for s in (self.seeds if MODELS[m][2] else [None]))]
+        self.models = [m for m in self.models if m not in gone]
+        partial = [(m, s) for m in self.models if MODELS[m][2] for s in self.seeds if not recorded(m, s)]
+        self.seeds = [s for s in self.seeds if all(not MODELS[m][2] or recorded(m, s) for m in self.models)]
+        print(f"detector {self.d}, --records-only: models {', '.join(self.models) or 'none'}; seeds {self.seeds}"
+              + (f"; no record (left out): {', '.join(gone)}" if gone else "")
+              + (f"; seeds left out for {', '.join(f'{m} seed {s}' for m, s in partial)}" if partial else ""), flush=True)
+        if not self.seeds and any(MODELS[m][2] for m in self.models):
+            raise SystemExit(f"--records-only: detector {self.d} has no seed with a record of every model")
+
+    def filtered_recorded(self):
+        """Whether the filtering rows can be given: always, but with ``--records-only`` only when
+        every kept seed's filtered evaluation is recorded."""
+        return not self.args.records_only or all(finished(self.out("cite_cca_filtered", s), True, self.records) for s in self.seeds)
 
     def filtered(self, seed):
         """``cite_cca``'s tested model of ``seed`` evaluated with phrase filtering (its record, or
@@ -222,6 +248,8 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="stage-3 SEEDs")
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--records-only", action="store_true", help="train nothing: the tables and verdicts of the runs recorded in "
+                   "--record-root (the models with a record, the seeds every one of them has); implies --resume")
     p.add_argument("--record-root", default="", help="keep each finished run's record (and each detector) here and "
                    "restore from it (the project's: results/phrase_detection_compare)")
     p.add_argument("--filter-weights", default="none", help="a trained retrieval model for the phrase-filtering rows; "
@@ -234,6 +262,9 @@ def main(argv=None):
     add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
+    if args.records_only and not args.record_root:
+        p.error("--records-only needs --record-root")
+    args.resume = args.resume or args.records_only
     args.opts = run_opts(args)
     text = word_vectors_digest(_config("cite_cca"), args.opts)
     print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
@@ -251,16 +282,16 @@ def main(argv=None):
         print()
         print(format_claims(verdicts))
         print()
-        print(schedule_table(comparison, args.models, args.seeds))
+        print(schedule_table(comparison, comparison.models, comparison.seeds))
         title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
-        files = comparison.curve_files(args.models, args.seeds)
+        files = comparison.curve_files(comparison.models, comparison.seeds)
         print(draw_curves(files, os.path.join(comparison.base, "curves.png"), title, "phrase_detection/loc_acc",
                           LOC_TOLERANCE, "validation loc. acc. (%)"))
         for key, bucket in BUCKETS:
             draw_curves(files, os.path.join(comparison.base, f"curves_{key.split('_', 1)[1]}.png"),
                         f"{title}, {bucket} phrases", f"phrase_detection/loc_acc_{key.split('_', 1)[1]}", LOC_TOLERANCE,
                         f"validation loc. acc., {bucket} (%)")
-        summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "minutes": minutes, "verdicts": verdicts}
+        summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "minutes": minutes, "verdicts": verdicts, "seeds": comparison.seeds}
     print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
     os.makedirs(args.output_root, exist_ok=True)
     with open(os.path.join(args.output_root, f"comparison_{args.study}.json" if args.study else "comparison.json"), "w") as f:
