@@ -134,3 +134,29 @@ def test_records_only_trains_nothing_and_keeps_the_seeds_every_model_has(tmp_pat
     assert trained == len(fake_runs)
     with pytest.raises(SystemExit, match="no kept detector"):
         compare.main(new[:2] + ["--detectors", "3", "--seeds", "0", *records, "--records-only", "--models", "cite"])
+
+
+def test_make_demo_prints_the_recorded_comparison_of_the_project_without_training(tmp_path):
+    """The second command of ``make demo`` on the project's own records (results/phrase_detection_compare)."""
+    import shlex
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    dry = subprocess.run(["make", "-n", "demo"], cwd=root, capture_output=True, text=True, timeout=60).stdout
+    line = next(x for x in dry.replace("\\\n", " ").splitlines() if "compare_recipes.py" in x)
+    args = shlex.split(line.split("compare_recipes.py", 1)[1])
+    assert "--records-only" in args and "cite_cca_preview.yaml" in dry
+    args[args.index("--output-root") + 1] = str(tmp_path)
+    proc = subprocess.run([sys.executable, os.path.join(root, "tools", "compare_recipes.py"), *args], capture_output=True,
+                          text=True, timeout=300, cwd=root, env={**os.environ, "PYTHONPATH": root})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "comparison.json").read_text())["runs"]
+    for d in ("detector0", "detector1"):
+        assert f"{d[:-1]} {d[-1]}, --records-only: models cite_cca" in proc.stdout
+        kept = summary[d]
+        assert len(kept["runs"]["cite_cca"]) == len(kept["seeds"]) >= 1
+        for seed, metrics in zip(kept["seeds"], kept["runs"]["cite_cca"]):  # the records' own numbers
+            record = json.loads(open(os.path.join(root, "results", "phrase_detection_compare", d, f"seed{seed}", "cite_cca",
+                                                  "results.json")).read())
+            assert metrics == record["results"]["phrase_detection"]

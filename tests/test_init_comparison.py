@@ -167,3 +167,25 @@ def test_an_empty_bucket_reads_n_a_in_the_table_and_no_paper_note():
 | CCA - random |         n/a |      +0.50 |    +0.00 |     -1.00 |      +10.00 |
 CCA initialization beat random initialization on few-shot (+0.50) phrases, did not beat it on zero-shot (n/a) and \
 common (+0.00); overall -1.00 mAP. """ + FINDING + "NOT REPRODUCED (not better on both zero- and few-shot phrases)."
+
+
+def test_a_preview_says_it_decides_nothing_and_names_the_command_that_does():
+    from phrasedet.engine.init_comparison import CONVERGED_COMMAND, as_preview
+
+    c = compare_initializations(CCA, RANDOM, "CITEClassifier")
+    p = as_preview(c, 4500)
+    assert p["preview"] and "preview" not in c and p["cca_minus_random"] == c["cca_minus_random"]
+    assert p["verdict"].startswith("PREVIEW ONLY, NOT A VERDICT: stage 3 stopped after 4500 iterations")
+    assert f"This run alone: {c['verdict']} The converged comparison" in p["verdict"]
+    assert p["verdict"].endswith(CONVERGED_COMMAND) and "--records-only" in CONVERGED_COMMAND
+    assert format_comparison(p).endswith(p["verdict"])
+    # the command exists with those options
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    args = CONVERGED_COMMAND.split()[1:]
+    helped = subprocess.run([sys.executable, os.path.join(root, args[0]), "--help"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": root})
+    assert helped.returncode == 0 and all(o in helped.stdout for o in args[1:] if o.startswith("--"))

@@ -84,8 +84,12 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     # model, up to the rounding of a different thread count (the second process had half the threads)
     seq = tmp_path / "sequential"
     shutil.copytree(tmp_path, seq, ignore=shutil.ignore_patterns("stage3_classifier_random_init", "results.json", "log*"))
-    log = _run("cite_cca.yaml", seq, "--resume", "PHRASEDET.RECIPE.BASELINE_PROCESS", "False")
+    log = _run("cite_cca.yaml", seq, "--resume", "PHRASEDET.RECIPE.BASELINE_PROCESS", "False", "PHRASEDET.RECIPE.PREVIEW", "True")
     assert "training in a second process" not in log and "Starting training from iteration 0" in log
+    # PREVIEW (make demo's cite_cca_preview.yaml): the same numbers, a verdict that says it decides nothing
+    previewed = json.loads((seq / "results.json").read_text())["comparison"]
+    assert previewed["preview"] and previewed["verdict"].startswith("PREVIEW ONLY, NOT A VERDICT: stage 3 stopped after 4 iterations")
+    assert "This run alone: CCA initialization" in previewed["verdict"] and "PREVIEW ONLY" in log
     alone = torch.load(seq / "stage3_classifier_random_init" / "model_final.pth", weights_only=True)["model"]
     assert alone.keys() == baseline.keys()
     assert all(torch.allclose(alone[k].double(), v.double(), rtol=1e-3, atol=1e-3) for k, v in baseline.items())

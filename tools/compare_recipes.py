@@ -274,7 +274,7 @@ def main(argv=None):
         comparison = DetectorComparison(d, args)
         runs, ppa, minutes = comparison.run(text)
         verdicts = claim_verdicts(runs)
-        print(f"\ndetector {d}: built-in test split (150 images, 252 phrases), stage-3 seeds {', '.join(map(str, args.seeds))}, "
+        print(f"\ndetector {d}: built-in test split (150 images, 252 phrases), stage-3 seeds {', '.join(map(str, comparison.seeds))}, "
               f"best validation model tested\n")
         print(format_table(runs, minutes))
         print("\nWith PPA-augmented positives (paper 003 Table V):\n")

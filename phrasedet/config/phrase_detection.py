@@ -176,6 +176,10 @@ def add_phrase_detection_config(cfg):
     # Train that baseline in a second process beside the CCA-initialized classifier, each with half the threads
     # (phrasedet/engine/baseline_process.py; one process only: with several, the baseline follows).
     _C.PHRASEDET.RECIPE.BASELINE_PROCESS = False
+    # A preview (configs/cite_cca_preview.yaml, make demo): stage 3 stops before the classifiers' curves flatten, so
+    # the CCA-vs-random verdict is printed as a preview that decides nothing, with the command whose recorded,
+    # converged runs decide it.
+    _C.PHRASEDET.RECIPE.PREVIEW = False
     # Stage 3 trains and validates on region features the frozen detector computes once per image (as the released
     # CITE code trains on precomputed features; phrasedet/modeling/roi_heads/region_cache.py); False = run the detector
     # every step (the same numbers up to float rounding).

@@ -7,7 +7,7 @@ import math
 
 from tabulate import tabulate
 
-__all__ = ["PAPER_TABLE_IV", "compare_initializations", "format_comparison"]
+__all__ = ["CONVERGED_COMMAND", "PAPER_TABLE_IV", "as_preview", "compare_initializations", "format_comparison"]
 
 # (metric key of the evaluator's results, column title)
 METRICS = (("mAP_zero_shot", "zero-shot"), ("mAP_few_shot", "few-shot"), ("mAP_common", "common"),
@@ -69,6 +69,23 @@ def compare_initializations(cca: dict, random: dict, classifier: str = "") -> di
         "verdict": _verdict(diff),
         "paper": None if paper is None else {"classifier": classifier, **paper},
     }
+
+
+#: The command that prints the converged comparison of CITE's initializations from the project's records.
+CONVERGED_COMMAND = ("python tools/compare_recipes.py --records-only --record-root results/phrase_detection_compare "
+                     "--word-vectors results/word_vectors/builtin_word2vec.bin --detectors 0 1 --filter-weights none "
+                     "--models cite_cca cite")
+
+
+def as_preview(comparison: dict, iterations: int) -> dict:
+    """The comparison of a preview run (``PHRASEDET.RECIPE.PREVIEW``): ``"preview": True``, and a
+    verdict that says the run decides nothing and names the command whose converged runs do."""
+    return {**comparison, "preview": True, "verdict": (
+        f"PREVIEW ONLY, NOT A VERDICT: stage 3 stopped after {iterations} iterations, before the randomly initialized "
+        f"classifier's validation curve flattens (the converged protocol: configs/cite_cca.yaml), so this run decides "
+        f"nothing about paper 003's finding. This run alone: {comparison['verdict']} The converged comparison (3 "
+        f"stage-3 seeds on each of 2 detectors, recorded in results/phrase_detection_compare) decides it: "
+        f"{CONVERGED_COMMAND}")}
 
 
 def _cells(values, signed=False):

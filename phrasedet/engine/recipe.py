@@ -45,7 +45,7 @@ from phrasedet.modeling.classifiers import REGION_CLASSIFIER_REGISTRY
 from phrasedet.modeling.cca import (fit_cca_from_detector, fit_deep_cca_from_pairs, load_cca_layers, load_deep_cca,
                                     save_cca_layers, save_deep_cca, training_pairs)
 
-from .init_comparison import compare_initializations, format_comparison
+from .init_comparison import as_preview, compare_initializations, format_comparison
 from .model_selection import Selection, read_selection
 from .optimizer import OPTIMIZERS
 from .baseline_process import join_baseline, start_baseline
@@ -347,6 +347,8 @@ def _first_dataset(cfg, results) -> dict:
 def _compare_with_random_init(cfg, results, random_results) -> dict:
     comparison = compare_initializations(_first_dataset(cfg, results), _first_dataset(cfg, random_results),
                                          cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER)
+    if cfg.PHRASEDET.RECIPE.PREVIEW:
+        comparison = as_preview(comparison, cfg.PHRASEDET.RECIPE.CLASSIFIER_ITERS)
     logger.info("CCA initialization vs random initialization of %s (same detector, budget and seed), on %s:\n%s",
                 cfg.MODEL.PHRASE_ROI_HEADS.CLASSIFIER, cfg.DATASETS.TEST[0], format_comparison(comparison))
     return comparison
