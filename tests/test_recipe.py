@@ -27,6 +27,7 @@ TINY = [
 ]
 # the fixed stage-3 schedule (no validation, the last model tested); RELEASED: the released code's (Base-Recipe.yaml)
 FIXED = ["PHRASEDET.RECIPE.SELECTION.DATASET", "", "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", "0"]
+SIDE_BY_SIDE = ["PHRASEDET.RECIPE.BASELINE_PROCESS", "True"]  # the baseline in a second process (off in cite_cca.yaml)
 RELEASED = ["PHRASEDET.RECIPE.SELECTION.PERIOD", "2", "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", "2"]
 
 
@@ -45,7 +46,7 @@ def _results(log, index=-1):
 
 @pytest.mark.usefixtures("builtin_root")
 def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tmp_path):
-    log = _run("cite_cca.yaml", tmp_path)
+    log = _run("cite_cca.yaml", tmp_path, *SIDE_BY_SIDE)
     for stage in ("stage1_detector", "stage3_classifier"):
         assert os.path.isfile(tmp_path / stage / "model_final.pth")
     assert not os.path.exists(tmp_path / "stage4_finetune")  # FINETUNE_ITERS 0
@@ -78,7 +79,7 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     assert summary["comparison"]["cca_minus_random"]["mAP"] == pytest.approx(cca_map - random_map)
     assert "Paper 003's central finding" in summary["comparison"]["verdict"]
     assert "CCA initialization vs random initialization of CITEClassifier" in log and "| CCA - random" in log
-    assert "Random-initialization baseline: training in a second process" in log  # cite_cca.yaml: BASELINE_PROCESS
+    assert "Random-initialization baseline: training in a second process" in log  # BASELINE_PROCESS
 
     # the baseline trained in this process, after the CCA-initialized classifier (finished: --resume skips it): the same
     # model, up to the rounding of a different thread count (the second process had half the threads)
@@ -105,7 +106,7 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
         os.remove(stage3 / name)
     (stage3 / "last_checkpoint").write_text("model_0000001.pth")
     mtime = os.path.getmtime(tmp_path / "stage2_cca" / "cca.npz")
-    log = _run("cite_cca.yaml", tmp_path, "--resume")
+    log = _run("cite_cca.yaml", tmp_path, "--resume", *SIDE_BY_SIDE)
     assert "stage1_detector: finished before" in log and "stage2_cca: using the CCA fitted before" in log
     assert "Starting training from iteration 2" in log
     assert os.path.getmtime(tmp_path / "stage2_cca" / "cca.npz") == mtime

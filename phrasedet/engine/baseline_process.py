@@ -1,9 +1,11 @@
 """The recipe's random-initialization baseline (``PHRASEDET.RECIPE.COMPARE_RANDOM_INIT``) trained in
 a second process beside the CCA-initialized classifier (``PHRASEDET.RECIPE.BASELINE_PROCESS``).
 
-Stage 3 trains a small classifier on cached region features: on a CPU, two such trainings side by
-side, each with half the threads, finish in about the time of one with all of them (a 100-d
-network gains little from a second thread). The second process runs exactly the stages the first
+Stage 3 trains a small classifier on cached region features, which gains little from a second
+thread, so two such trainings side by side were meant to finish in about the time of one. Measured
+on 2 cores they do not (the second process ran at 0.17 s per iteration, this one at 0.11-0.13,
+against about 0.055 for one process alone: docs/DECISIONS.md), so it is off by default and in every
+config; the cause is not found. The second process runs exactly the stages the first
 would run after its own (:func:`~.recipe.random_init_stages`, the same detector, the CCA read from
 ``stage2_cca/cca.npz``, the same seeds: each stage seeds itself), logs to
 ``<OUTPUT_DIR>/log_random_init.txt`` and hands back its test results and final model through a JSON
