@@ -14,7 +14,7 @@ demo:
 	--output-root output/cite_cca_preview/converged
 
 test:
-	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q -n auto tests
+	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" -m pytest -q -n auto --dist worksteal tests
 
 mutation:
 	@PY="$$(bash tools/bootstrap.sh | tail -n 1)" && "$$PY" tools/mutation.py

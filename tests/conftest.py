@@ -18,9 +18,10 @@ def pytest_configure(config):
         torch.set_num_threads(threads)
 
 
-#: The longest tests (a full run's ``--durations``, longest first): collected first, so that
-#: pytest-xdist hands them out at the start and the run does not end with one worker finishing a
-#: long test while the other waits. A test missing from the list only runs in its usual place.
+#: The longest tests (a full run's ``--durations``, longest first): collected first, so that they
+#: start first and the run does not end on one long test. ``make test`` runs ``--dist worksteal``:
+#: with the default ``--dist load`` this order left one worker idle behind the other's queue (seen
+#: once, 2026-11-27). A test missing from the list only runs in its usual place.
 SLOW_FIRST = (
     "tests/test_compare_retrieval.py::test_paper_001_rows_two_stages_on_the_cnn_stage_one_alone_on_the_oracle",
     "tests/test_compare_retrieval.py::test_every_stage_runs_on_both_representations_and_the_verdicts_come_out",
