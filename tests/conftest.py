@@ -1,4 +1,5 @@
 import builtins
+import logging
 import os
 import shutil
 
@@ -122,3 +123,20 @@ def missing_wordnet(monkeypatch):
     import nltk
 
     monkeypatch.setattr(nltk.corpus, "wordnet", _MissingWordNet())
+
+
+
+@pytest.fixture(autouse=True)
+def _loggers_reach_caplog():
+    """Every test's ``caplog`` sees the records of Detectron2's and phrasedet's loggers.
+    ``detectron2.utils.logger.setup_logger`` (run by any earlier test in the same worker that
+    trains or evaluates in-process) sets ``propagate=False`` on its logger, so its records never
+    reached the root handler of ``caplog``: a test reading them passed or failed with the order
+    pytest-xdist gave it (CI, 2026-11-28)."""
+    loggers = [logging.getLogger(name) for name in ("detectron2", "phrasedet")]
+    saved = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.propagate = True
+    yield
+    for logger, propagate in zip(loggers, saved):
+        logger.propagate = propagate
