@@ -3,14 +3,12 @@ runs on both representations, each run validates and tests its best snapshot, th
 drawn, the tables and verdicts come out, and --resume reuses finished runs."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from .data import independent_specificity
+from .tool_runs import run_tool
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = ["SOLVER.IMS_PER_BATCH", "8", "DATALOADER.NUM_WORKERS", "0", "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1",
         "INPUT.RETRIEVAL.CROP", "64"]
 BUDGET = ["--budget", "4", "--val-period", "2", "--backbone-weights", "none"]
@@ -18,11 +16,7 @@ BUDGET = ["--budget", "4", "--val-period", "2", "--backbone-weights", "none"]
 
 def _tool(name, root, *args, opts=()):
     budget = BUDGET + (["--finetune-budget", "2"] if name == "compare_retrieval.py" else [])
-    cmd = [sys.executable, os.path.join(ROOT, "tools", name), "--output-root", str(root), "--seeds", "0", *args, *budget,
-           *TINY, *opts]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    return run_tool(name, "--output-root", str(root), "--seeds", "0", *args, *budget, *TINY, *opts).output
 
 
 def _summary(root):

@@ -3,13 +3,11 @@ is evaluated on retrieval and on the pointing game (centre baseline beside it), 
 and heatmap pictures; --eval-only and tools/evaluate_pointing.py give the in-loop accuracy."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from .tool_runs import ROOT, run_tool
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 SPLIT = "builtin_flickr30k_pointing_val"
 TINY = ["DATALOADER.NUM_WORKERS", "0", "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1", "SOLVER.IMS_PER_BATCH", "16",
         "SOLVER.MAX_ITER", "20", "SOLVER.STEPS", "()", "MODEL.RETRIEVAL.EMBED_DIM", "32",
@@ -18,10 +16,7 @@ TINY = ["DATALOADER.NUM_WORKERS", "0", "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1", "S
 
 
 def _tool(name, *args):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", name), *map(str, args)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
+    return run_tool(name, *args).output
 
 
 def _train(out, *args):
@@ -52,10 +47,9 @@ def test_dsve_loc_trains_then_plays_the_pointing_game_and_eval_only_agrees(tmp_p
 
 
 def test_pointing_splits_are_not_for_training(tmp_path):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file",
-           os.path.join(ROOT, "configs", "pointing", "dsve_loc.yaml"), "DATASETS.TRAIN", f"('{SPLIT}',)", "OUTPUT_DIR", tmp_path]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode != 0 and "pointing-game splits are for evaluation" in proc.stderr
+    proc = run_tool("train_net.py", "--config-file", os.path.join(ROOT, "configs", "pointing", "dsve_loc.yaml"),
+                    "DATASETS.TRAIN", f"('{SPLIT}',)", "OUTPUT_DIR", tmp_path, check=False)
+    assert proc.returncode != 0 and "pointing-game splits are for evaluation" in proc.output
 
 
 @pytest.mark.usefixtures("builtin_root")
@@ -78,9 +72,8 @@ def test_dsve_loc_on_the_oracle_maps_trains_points_and_keeps_them_in_the_image(t
 
 
 def test_stored_maps_need_no_backbone_weights(tmp_path):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file",
-           os.path.join(ROOT, "configs", "pointing", "dsve_loc.yaml"), "MODEL.RETRIEVAL.IMAGE_INPUT", "maps",
-           "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", "x.pth", "OUTPUT_DIR", tmp_path]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    proc = run_tool("train_net.py", "--config-file", os.path.join(ROOT, "configs", "pointing", "dsve_loc.yaml"),
+                    "MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", "x.pth", "OUTPUT_DIR", tmp_path,
+                    check=False)
     assert proc.returncode != 0 and ("MODEL.RETRIEVAL.IMAGE_INPUT 'maps' reads precomputed maps in place of the backbone: "
-                                     "BACKBONE_WEIGHTS must be empty and FREEZE_BACKBONE_ITERS -1") in proc.stderr
+                                     "BACKBONE_WEIGHTS must be empty and FREEZE_BACKBONE_ITERS -1") in proc.output

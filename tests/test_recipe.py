@@ -4,8 +4,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,8 +15,8 @@ from phrasedet.config import add_phrasedet_config
 from phrasedet.engine.model_selection import read_early_stop, read_selection
 from phrasedet.engine.recipe import _check, _check_schedule, _first_dataset
 from phrasedet.engine.stages import freeze_all_but, load_weights
+from .tool_runs import ROOT, run_tool
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = [
     "SOLVER.IMS_PER_BATCH", "2", "DATALOADER.NUM_WORKERS", "0", "MODEL.RPN.POST_NMS_TOPK_TEST", "20",
     "DATASETS.TEST", "('builtin_flickr30k_entities_val',)", "SOLVER.CHECKPOINT_PERIOD", "2", "SOLVER.MAX_ITER", "3",
@@ -32,11 +30,8 @@ RELEASED = ["PHRASEDET.RECIPE.SELECTION.PERIOD", "2", "PHRASEDET.RECIPE.SECOND_P
 
 
 def _run(config, out, *args, schedule=FIXED):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file", os.path.join(ROOT, "configs", config),
-           *args, "OUTPUT_DIR", str(out), *TINY, *schedule]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
+    return run_tool("train_net.py", "--config-file", os.path.join(ROOT, "configs", config), *args, "OUTPUT_DIR", str(out),
+                    *TINY, *schedule).output
 
 
 def _results(log, index=-1):

@@ -4,20 +4,15 @@ the saved embeddings give the in-loop numbers."""
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from .tool_runs import ROOT, run_tool
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 COMMON = ["DATALOADER.NUM_WORKERS", "0", "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1"]
 
 
 def _tool(name, *args):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", name), *map(str, args)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
+    return run_tool(name, *args).output
 
 
 def _train(config, out, *args):

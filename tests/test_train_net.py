@@ -1,12 +1,10 @@
 """tools/train_net.py end to end on the built-in dataset: two CPU processes (gloo), --resume, --eval-only."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from .tool_runs import ROOT, run_tool
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = [
     "SOLVER.IMS_PER_BATCH", "2", "DATALOADER.NUM_WORKERS", "0", "MODEL.RPN.POST_NMS_TOPK_TEST", "20",
     "DATASETS.TEST", "('builtin_flickr30k_entities_val',)", "SOLVER.CHECKPOINT_PERIOD", "2",
@@ -15,11 +13,8 @@ TINY = [
 
 
 def _run(out, *args):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "train_net.py"), "--config-file", os.path.join(ROOT, "configs", "qa_rcnn.yaml"),
-           *args, "OUTPUT_DIR", str(out), *TINY]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
+    return run_tool("train_net.py", "--config-file", os.path.join(ROOT, "configs", "qa_rcnn.yaml"), *args,
+                    "OUTPUT_DIR", str(out), *TINY).output
 
 
 def _metrics(out):

@@ -1,4 +1,4 @@
-"""Runs of the repository's tools in subprocesses, for the commands that compare models over
+"""Runs of the repository's tools in processes of their own (:mod:`.tool_process`), for the commands that compare models over
 seeds (``tools/compare_recipes.py``, ``tools/compare_retrieval.py``, ``tools/compare_pointing.py``):
 one ``train_net.py`` run per model and seed, skipped by ``--resume`` when finished.
 
@@ -9,26 +9,29 @@ run's folder is emptied and the run trained from iteration 0."""
 import json
 import os
 import shutil
-import subprocess
-import sys
+import tempfile
 import time
+
+from .tool_process import ROOT, run_python
 
 __all__ = ["ROOT", "STARTED", "run_tool", "finished", "train_run"]
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
 
 def run_tool(tool: str, *args, log: str = None, append: bool = False) -> float:
-    """``python tools/<tool> args...``; its output goes to ``log`` (added to its end with
-    ``append``); returns its wall time in seconds. Raises with the end of its stderr when it fails."""
-    cmd = [sys.executable, os.path.join(ROOT, "tools", tool), *map(str, args)]
+    """``python tools/<tool> args...``, in a child of the fork server of :mod:`.tool_process`; its
+    stdout and stderr go to ``log`` as they are written (added to its end with ``append``);
+    returns its wall time in seconds. Raises with the end of its output when it fails."""
+    path = os.path.join(ROOT, "tools", tool)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
-    if log:
-        with open(log, "a" if append else "w") as f:
-            f.write(proc.stdout + proc.stderr)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        output = log or os.path.join(tmp, "output.txt")
+        if log and not append:
+            open(log, "w").close()
+        status = run_python(path, args, output)
+        if status:
+            with open(output, errors="replace") as f:
+                tail = f.read()[-3000:]
+            raise RuntimeError(f"{' '.join([path, *map(str, args)])} failed (exit status {status}):\n{tail}")
     return time.perf_counter() - start
 
 

@@ -1,9 +1,6 @@
 """The linear probe of an image representation (phrasedet/evaluation/representation_probe.py and
 tools/probe_representation.py), on hand-made features whose answer is known."""
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,8 +8,8 @@ import pytest
 from phrasedet.data.image_features import write_image_features
 from phrasedet.evaluation.representation_probe import (TEST_SPLIT, TRAIN_SPLIT, builtin_split_labels, format_probe,
                                                        probe_groups, probe_labels)
+from ..tool_runs import run_tool
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def _labels(rng, n, p):
@@ -89,11 +86,8 @@ def test_the_tool_reads_a_features_folder_whose_answer_is_known(tmp_path):
         ids, _ = builtin_split_labels(split, images)
         known = label_matrix([images[i] for i in ids], ["colour", "shape"]).astype(np.float32)
         write_image_features(str(tmp_path / "f"), split, np.hstack([known, rng.normal(size=(len(ids), 4))]), ids)
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "probe_representation.py"), "--features", f"made={tmp_path / 'f'}",
-           "--output-dir", str(tmp_path / "out")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
+    lines = run_tool("probe_representation.py", "--features", f"made={tmp_path / 'f'}", "--output-dir",
+                     str(tmp_path / "out")).output.splitlines()
     assert lines[2] == "| fact group (labels probed / skipped) | made |"
     assert "| colour (8 / 0) | 1.000 |" in lines and "| shape (6 / 0) | 1.000 |" in lines
     probe = json.loads((tmp_path / "out" / "probe.json").read_text())["probes"]["made"]
@@ -102,6 +96,5 @@ def test_the_tool_reads_a_features_folder_whose_answer_is_known(tmp_path):
 
 
 def test_the_tool_needs_something_to_probe(tmp_path):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "probe_representation.py"), "--output-dir", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
-    assert proc.returncode != 0 and "nothing to probe: give --features, --weights, --oracle or --detector" in proc.stderr
+    proc = run_tool("probe_representation.py", "--output-dir", str(tmp_path), check=False)
+    assert proc.returncode != 0 and "nothing to probe: give --features, --weights, --oracle or --detector" in proc.output

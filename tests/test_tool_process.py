@@ -1,0 +1,73 @@
+"""phrasedet/engine/tool_process.py: a tool run in a child of the fork server behaves as
+``python tool.py args`` started afresh would: its arguments, working directory, environment,
+thread count, output and exit status are the caller's and the tool's, not the server's."""
+import json
+import os
+import signal
+import textwrap
+
+import pytest
+
+from phrasedet.engine.tool_process import ROOT, run_python
+
+SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import torch
+    print("out", flush=True)
+    print("err", file=sys.stderr, flush=True)
+    os.write(1, b"fd\\n")  # as C++ code or a subprocess writes
+    json.dump({"argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("TOOL_PROCESS_TEST"),
+               "threads": torch.get_num_threads(), "name": __name__, "file": __file__,
+               "root_first": sys.path[:2]}, open(sys.argv[1], "w"))
+    action = sys.argv[2]
+    if action == "exit":
+        sys.exit(3)
+    if action == "raise":
+        raise ValueError("the tool failed here")
+    if action == "kill":
+        os.kill(os.getpid(), 9)
+    if action == "sleep":
+        import time
+        time.sleep(60)
+""")
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "tool.py"
+    path.write_text(SCRIPT)
+    return str(path)
+
+
+def _run(script, tmp_path, action, **kwargs):
+    output = tmp_path / "output.txt"
+    status = run_python(script, [tmp_path / "seen.json", action], str(output), **kwargs)
+    seen = json.loads((tmp_path / "seen.json").read_text()) if (tmp_path / "seen.json").exists() else None
+    return status, output.read_text(), seen
+
+
+def test_a_child_gets_the_callers_arguments_directory_environment_and_threads(script, tmp_path, monkeypatch):
+    _run(script, tmp_path, "none")  # the server starts (or is running): what follows changes after it started
+    monkeypatch.setenv("TOOL_PROCESS_TEST", "set after the server started")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.chdir(tmp_path)
+    status, output, seen = _run(script, tmp_path, "none")
+    assert status == 0 and output == "out\nerr\nfd\n" * 2  # appended to the end of the file, in the order written
+    assert seen == {"argv": [script, str(tmp_path / "seen.json"), "none"], "cwd": str(tmp_path),
+                    "env": "set after the server started", "threads": 1, "name": "__main__", "file": script,
+                    "root_first": [str(tmp_path), ROOT]}
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert _run(script, tmp_path, "none", env={**os.environ, "TOOL_PROCESS_TEST": "given"})[2]["threads"] == 2
+    assert json.loads((tmp_path / "seen.json").read_text())["env"] == "given"
+
+
+def test_exit_status_is_the_tools(script, tmp_path):
+    assert _run(script, tmp_path, "exit")[0] == 3
+    status, output, _ = _run(script, tmp_path, "raise")
+    assert status == 1 and "Traceback" in output and "ValueError: the tool failed here" in output
+    assert _run(script, tmp_path, "kill")[0] == -signal.SIGKILL
+
+
+def test_a_child_past_its_timeout_is_killed(script, tmp_path):
+    with pytest.raises(TimeoutError, match="ran past 3 s: killed"):
+        _run(script, tmp_path, "sleep", timeout=3)
