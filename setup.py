@@ -2,7 +2,7 @@
 """phrasedet: phrase detection, retrieval and pointing-game models as a Detectron2 extension.
 
 detectron2 itself is not listed in install_requires: it is not published on PyPI under its own
-name, and a user's own build must always win. tools/bootstrap.sh installs it when missing.
+name, and a user's own build must always win. tools/setup/bootstrap.sh installs it when missing.
 """
 from setuptools import find_packages, setup
 

@@ -62,7 +62,7 @@ def _hermetic_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def _session_tmp_removed_when_asked(tmp_path_factory):
-    """With ``PHRASEDET_REMOVE_SESSION_TMP`` set (``tools/mutation.py`` sets it), the session's
+    """With ``PHRASEDET_REMOVE_SESSION_TMP`` set (``tools/testing/mutation.py`` sets it), the session's
     temporary folder is removed when the session ends. mutmut runs each mutant as a pytest session
     in a forked process that leaves by ``os._exit``, where pytest's own clean-up of old sessions'
     folders (at interpreter exit) never runs; the checkpoint tests write 0.9 GB per session."""

@@ -1,9 +1,10 @@
-"""tools/benchmark_cca.py at toy sizes: the table it prints, and its agreement with scikit-learn."""
+"""tools/benchmarks/benchmark_cca.py at toy sizes: the table it prints, and its agreement with scikit-learn."""
 import importlib.util
 import os
 
 import numpy as np
 import pytest
+from .tool_runs import tool_path
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 TINY = ["--pairs", "3000", "--region-dim", "40", "--phrase-dim", "60", "--phrases", "500", "--batch", "700",
@@ -12,7 +13,7 @@ TINY = ["--pairs", "3000", "--region-dim", "40", "--phrase-dim", "60", "--phrase
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("_tool_benchmark_cca", os.path.join(ROOT, "tools", "benchmark_cca.py"))
+    spec = importlib.util.spec_from_file_location("_tool_benchmark_cca", tool_path("benchmark_cca.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

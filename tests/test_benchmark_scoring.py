@@ -1,14 +1,14 @@
-"""tools/benchmark_scoring.py: every classifier and the cascade run at tiny sizes; the table's ratios;
+"""tools/benchmarks/benchmark_scoring.py: every classifier and the cascade run at tiny sizes; the table's ratios;
 the per-image FLOP counts by hand and against the operations the classifiers actually run."""
 import argparse
 import importlib.util
-import os
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
+from .tool_runs import tool_path
 
-_spec = importlib.util.spec_from_file_location("benchmark_scoring", os.path.join(os.path.dirname(__file__), "..", "tools", "benchmark_scoring.py"))
+_spec = importlib.util.spec_from_file_location("benchmark_scoring", tool_path("benchmark_scoring.py"))
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 

@@ -1,4 +1,4 @@
-"""tools/benchmark_stage3.py: both ways on the same batches, the cache filled once, a table whose
+"""tools/benchmarks/benchmark_stage3.py: both ways on the same batches, the cache filled once, a table whose
 baseline row is the detector run every step."""
 import importlib.util
 import os
@@ -9,9 +9,10 @@ import torch
 from detectron2.modeling import build_model
 
 from tests.checkpoint_fixtures import phrasedet_config
+from .tool_runs import tool_path
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-_spec = importlib.util.spec_from_file_location("benchmark_stage3", os.path.join(ROOT, "tools", "benchmark_stage3.py"))
+_spec = importlib.util.spec_from_file_location("benchmark_stage3", tool_path("benchmark_stage3.py"))
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 

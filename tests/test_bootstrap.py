@@ -1,9 +1,9 @@
-"""Set-up's report of pip's output (tools/pip_report.awk): pip's false alarm about
+"""Set-up's report of pip's output (tools/setup/pip_report.awk): pip's false alarm about
 sal-detectron2's version pins becomes one note, other conflicts stay visible as warnings."""
-import os
 import subprocess
+from .tool_runs import tool_path
 
-AWK = os.path.join(os.path.dirname(__file__), "..", "tools", "pip_report.awk")
+AWK = tool_path("pip_report.awk")
 
 
 def _report(text):

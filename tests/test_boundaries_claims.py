@@ -7,8 +7,8 @@ import warnings
 
 import pytest
 
-from phrasedet.engine import pointing_claims, retrieval_claims
-from phrasedet.engine.claims import cell, difference, holds, mean_sd, verdict
+from phrasedet.engine.comparison import pointing_claims, retrieval_claims
+from phrasedet.engine.comparison.claims import cell, difference, holds, mean_sd, verdict
 
 # (per-seed differences, holds): every difference and mean is exact in float64
 CASES = [
@@ -112,7 +112,7 @@ def test_pointing_verdicts_of_two_seeds_one_agreeing():
     assert v["per_seed"] == [1.0, -1.0] and v["mean"] == 0.0 and not v["holds"]
 
 
-# ----------------------------------------------------------------------------- phrasedet/engine/claims.py directly
+# ----------------------------------------------------------------------------- phrasedet/engine/comparison/claims.py directly
 def test_difference_refuses_runs_of_different_seeds_naming_both_models():
     runs = {"vsepp": [{"rsum": 1.0}] * 3, "vse0": [{"rsum": 1.0}] * 2}
     with pytest.raises(ValueError) as e:

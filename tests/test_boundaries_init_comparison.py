@@ -1,5 +1,5 @@
-"""Boundary tests of the CCA-vs-random verdict (issue 14; phrasedet/engine/init_comparison.py and
-the seed counts of phrasedet/engine/phrase_detection_claims.py): a difference of exactly zero, and the nearest
+"""Boundary tests of the CCA-vs-random verdict (issue 14; phrasedet/engine/staged/init_comparison.py and
+the seed counts of phrasedet/engine/comparison/phrase_detection_claims.py): a difference of exactly zero, and the nearest
 differences either side of it, for every metric the verdict reads.
 
 README.md (lines 76-82): "reproduced" when CCA init *wins* on zero-shot, few-shot and overall mAP,
@@ -15,8 +15,8 @@ difference; ``ULP`` differences come from ``np.nextafter``.
 import numpy as np
 import pytest
 
-from phrasedet.engine.init_comparison import compare_initializations
-from phrasedet.engine.phrase_detection_claims import claim_verdicts
+from phrasedet.engine.staged.init_comparison import compare_initializations
+from phrasedet.engine.comparison.phrase_detection_claims import claim_verdicts
 
 KEYS = ("mAP_zero_shot", "mAP_few_shot", "mAP_common", "mAP")
 RANDOM = {"mAP_zero_shot": 4.5, "mAP_few_shot": 8.25, "mAP_common": 20.0, "mAP": 10.75, "loc_acc": 60.0}

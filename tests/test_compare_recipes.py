@@ -1,4 +1,4 @@
-"""tools/compare_recipes.py: which runs it asks for, on which detector and seeds, how it keeps the
+"""tools/compare/compare_recipes.py: which runs it asks for, on which detector and seeds, how it keeps the
 detector and reads the schedule of each run (train_net replaced by a fake that writes results)."""
 import importlib.util
 import json
@@ -6,8 +6,9 @@ import os
 
 import pytest
 import torch
+from .tool_runs import tool_path
 
-_spec = importlib.util.spec_from_file_location("compare_recipes", os.path.join(os.path.dirname(__file__), "..", "tools", "compare_recipes.py"))
+_spec = importlib.util.spec_from_file_location("compare_recipes", tool_path("compare_recipes.py"))
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
@@ -120,7 +121,7 @@ def test_records_only_trains_nothing_and_keeps_the_seeds_every_model_has(tmp_pat
     trained = len(fake_runs)
     # a new machine (no output folder): from the records alone; seed 1 lacks cite, deep_cca was never run
     new = ["--output-root", str(tmp_path / "new"), "--detectors", "1", "--seeds", "0", "1", "2", *records, "--records-only"]
-    from phrasedet.engine import runs
+    from phrasedet.engine.comparison import runs
 
     monkeypatch.setattr(compare, "train_run", runs.train_run)  # the real one, restoring records
     monkeypatch.setattr(runs, "run_tool", lambda *a, **k: pytest.fail("--records-only trained a run"))
@@ -148,7 +149,7 @@ def test_make_demo_prints_the_recorded_comparison_of_the_project_without_trainin
     args = shlex.split(line.split("compare_recipes.py", 1)[1])
     assert "--records-only" in args and "cite_cca_preview.yaml" in dry
     args[args.index("--output-root") + 1] = str(tmp_path)
-    proc = subprocess.run([sys.executable, os.path.join(root, "tools", "compare_recipes.py"), *args], capture_output=True,
+    proc = subprocess.run([sys.executable, tool_path("compare_recipes.py"), *args], capture_output=True,
                           text=True, timeout=300, cwd=root, env={**os.environ, "PYTHONPATH": root})
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((tmp_path / "comparison.json").read_text())["runs"]

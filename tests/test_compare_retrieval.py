@@ -1,4 +1,4 @@
-"""tools/compare_retrieval.py and tools/compare_pointing.py end to end on tiny budgets: every stage
+"""tools/compare/compare_retrieval.py and tools/compare/compare_pointing.py end to end on tiny budgets: every stage
 runs on both representations, each run validates and tests its best snapshot, the curves are
 drawn, the tables and verdicts come out, and --resume reuses finished runs."""
 import json

@@ -1,4 +1,4 @@
-"""phrasedet/engine/comparison.py's word vectors: --word-vectors makes every run read one file, and
+"""phrasedet/engine/comparison/protocol.py's word vectors: --word-vectors makes every run read one file, and
 records are keyed by the vectors' fingerprint, the same whether word2vec was trained here or its
 vectors were read from a file (word2vec differs across CPUs in its last bits: docs/TRAINING.md)."""
 import glob
@@ -8,8 +8,8 @@ from argparse import Namespace
 
 import pytest
 
-from phrasedet.engine.comparison import run_opts, word_vectors_digest
-from phrasedet.engine.runs import ROOT
+from phrasedet.engine.comparison.protocol import run_opts, word_vectors_digest
+from phrasedet.engine.comparison.runs import ROOT
 from phrasedet.text.word_vectors import keyed_vectors_fingerprint, load_word_vectors
 
 VSE0 = os.path.join(ROOT, "configs", "retrieval", "vse0.yaml")

@@ -1,10 +1,10 @@
-"""phrasedet/engine/init_comparison.py: CCA init minus random init per bucket, and the verdict on
+"""phrasedet/engine/staged/init_comparison.py: CCA init minus random init per bucket, and the verdict on
 paper 003's central finding."""
 import math
 
 import pytest
 
-from phrasedet.engine.init_comparison import compare_initializations, format_comparison
+from phrasedet.engine.staged.init_comparison import compare_initializations, format_comparison
 
 
 def _metrics(zero, few, common, loc):
@@ -170,7 +170,7 @@ common (+0.00); overall -1.00 mAP. """ + FINDING + "NOT REPRODUCED (not better o
 
 
 def test_a_preview_says_it_decides_nothing_and_names_the_command_that_does():
-    from phrasedet.engine.init_comparison import CONVERGED_COMMAND, as_preview
+    from phrasedet.engine.staged.init_comparison import CONVERGED_COMMAND, as_preview
 
     c = compare_initializations(CCA, RANDOM, "CITEClassifier")
     p = as_preview(c, 4500)

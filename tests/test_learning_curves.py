@@ -1,12 +1,12 @@
 """Validation curves of training runs: reading metrics.json, where a curve flattens, the picture
 and the table (phrasedet/utils/learning_curves.py), and the comparisons' helpers
-(phrasedet/engine/comparison.py)."""
+(phrasedet/engine/comparison/protocol.py)."""
 import json
 import os
 
 import pytest
 
-from phrasedet.engine.comparison import budget_opts, draw_curves, selected_weights, selection_opts
+from phrasedet.engine.comparison.protocol import budget_opts, draw_curves, selected_weights, selection_opts
 from phrasedet.utils.learning_curves import format_plateaus, join_phases, plateau_iteration, plot_curves, read_curve
 
 

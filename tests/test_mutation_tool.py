@@ -1,4 +1,4 @@
-"""tools/mutation.py: the equivalent-mutant list, mutant names and diffs, the per-module score and
+"""tools/testing/mutation.py: the equivalent-mutant list, mutant names and diffs, the per-module score and
 the scopes' files. (Running mutmut itself is `make mutation`, not a test.)"""
 import importlib.util
 import json
@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from .tool_runs import tool_path
 
-_spec = importlib.util.spec_from_file_location("mutation", os.path.join(os.path.dirname(__file__), "..", "tools", "mutation.py"))
+_spec = importlib.util.spec_from_file_location("mutation", tool_path("mutation.py"))
 mutation = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(mutation)
 
@@ -73,8 +74,8 @@ def test_the_shipped_equivalents_list_parses():
 
 
 @pytest.mark.parametrize("name, function", [
-    ("phrasedet.engine.claims.x_holds__mutmut_3", "holds"),
-    ("phrasedet.engine.init_comparison.x__cells__mutmut_11", "_cells"),
+    ("phrasedet.engine.comparison.claims.x_holds__mutmut_3", "holds"),
+    ("phrasedet.engine.staged.init_comparison.x__cells__mutmut_11", "_cells"),
     ("phrasedet.text.normalize.xǁ_PunctuationTableǁ__missing____mutmut_2", "_PunctuationTable.__missing__"),
 ])
 def test_function_of_a_mutant_name(name, function):
@@ -137,7 +138,7 @@ def test_narrow_scopes_keeps_the_named_modules_and_drops_emptied_scopes():
     with pytest.raises(SystemExit) as error:
         mutation.narrow_scopes({"a": a, "b": b}, ["phrasedet/b.py", "phrasedet/z.py", "phrasedet/y.py"])
     assert str(error.value) == ("--modules: phrasedet/y.py, phrasedet/z.py is in none of the scopes a, b "
-                                "(python tools/mutation.py --list)")
+                                "(python tools/testing/mutation.py --list)")
 
 
 def test_setup_cfg_lists_the_scope(tmp_path):

@@ -1,9 +1,9 @@
-"""Paper 003's claims on one's own runs (phrasedet/engine/phrase_detection_claims.py): verdicts
+"""Paper 003's claims on one's own runs (phrasedet/engine/comparison/phrase_detection_claims.py): verdicts
 and tables from hand-made runs whose differences are known."""
 import pytest
 
-from phrasedet.engine.claims import negligible
-from phrasedet.engine.phrase_detection_claims import NEGLIGIBLE, claim_verdicts, format_table, per_seed
+from phrasedet.engine.comparison.claims import negligible
+from phrasedet.engine.comparison.phrase_detection_claims import NEGLIGIBLE, claim_verdicts, format_table, per_seed
 
 
 def _m(zero, few, common, loc=70.0):

@@ -18,6 +18,7 @@ from phrasedet.engine.phrase_filtering import (build_phrase_filter, build_retrie
 from phrasedet.evaluation import PhraseFilter, test_vocabulary
 from phrasedet.evaluation.phrase_detection.phrase_filter import caption_tokens
 from phrasedet.modeling.meta_arch.image_text_embedding import ImageTextEmbedding
+from .tool_runs import tool_path
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SMALL_TEST = "phrasefilter_builtin_test_small"
@@ -222,7 +223,7 @@ def test_build_tool_writes_the_filter_and_prints_its_recall(weights, tmp_path, c
     import importlib.util
 
     path, _ = weights
-    spec = importlib.util.spec_from_file_location("build_phrase_filter", os.path.join(ROOT, "tools", "build_phrase_filter.py"))
+    spec = importlib.util.spec_from_file_location("build_phrase_filter", tool_path("build_phrase_filter.py"))
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     out = tmp_path / "filter.json"

@@ -1,7 +1,7 @@
 """Paper 004's verdicts from hand-made runs, and reading train_net's results of two test splits."""
 import pytest
 
-from phrasedet.engine.pointing_claims import PAPER, claim_verdicts, format_claims, format_table, r1_sum, split_results
+from phrasedet.engine.comparison.pointing_claims import PAPER, claim_verdicts, format_claims, format_table, r1_sum, split_results
 
 
 def _run(acc, r1_i2t, r1_t2i, centre=12.0):

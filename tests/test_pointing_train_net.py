@@ -1,6 +1,6 @@
 """tools/train_net.py for the pointing family on the built-in data: DSVE-loc trains on captions,
 is evaluated on retrieval and on the pointing game (centre baseline beside it), saves its points
-and heatmap pictures; --eval-only and tools/evaluate_pointing.py give the in-loop accuracy."""
+and heatmap pictures; --eval-only and tools/evaluation/evaluate_pointing.py give the in-loop accuracy."""
 import json
 import os
 

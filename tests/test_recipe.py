@@ -1,4 +1,4 @@
-"""Paper 003's staged recipe (phrasedet/engine/recipe.py): the stages end to end on a tiny budget,
+"""Paper 003's staged recipe (phrasedet/engine/staged/recipe.py): the stages end to end on a tiny budget,
 --resume in the interrupted stage, --eval-only of the result, and the model surgery it relies on."""
 import json
 import os
@@ -13,8 +13,8 @@ from torch import nn
 
 from phrasedet.config import add_phrasedet_config
 from phrasedet.engine.model_selection import read_early_stop, read_selection
-from phrasedet.engine.recipe import _check, _check_schedule, _first_dataset
-from phrasedet.engine.stages import freeze_all_but, load_weights
+from phrasedet.engine.staged.recipe import _check, _check_schedule, _first_dataset
+from phrasedet.engine.staged.stages import freeze_all_but, load_weights
 from .tool_runs import ROOT, run_tool
 
 TINY = [
@@ -262,7 +262,7 @@ def test_load_weights_names_what_does_not_fit(tmp_path):
 
 @pytest.mark.usefixtures("builtin_root")
 def test_eval_only_without_the_recipe_s_cca_names_both_places_it_looked(tmp_path):
-    from phrasedet.engine.recipe import build_recipe_model
+    from phrasedet.engine.staged.recipe import build_recipe_model
 
     cfg = get_cfg()
     add_phrasedet_config(cfg)

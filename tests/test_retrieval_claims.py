@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from phrasedet.engine.retrieval_claims import (PAPER_001_CLAIMS, RECALLS, claim_verdicts, difference, format_claims,
+from phrasedet.engine.comparison.retrieval_claims import (PAPER_001_CLAIMS, RECALLS, claim_verdicts, difference, format_claims,
                                               format_seed_table, mean_sd)
 
 

@@ -1,4 +1,4 @@
-"""Paper 001's two stages in one run (phrasedet/engine/retrieval_stages.py): stage I leaves the
+"""Paper 001's two stages in one run (phrasedet/engine/staged/retrieval_stages.py): stage I leaves the
 image CNN as it was given, stage II fine-tunes it, stage I can train on precomputed features, and
 --resume after stage I continues in stage II with the same result as an uninterrupted run."""
 import os
@@ -11,7 +11,7 @@ from detectron2.modeling import build_model
 
 from phrasedet.config import add_phrasedet_config
 from phrasedet.engine.feature_extraction import extract_image_features
-from phrasedet.engine.retrieval_stages import retrieval_stages, run_retrieval_stages
+from phrasedet.engine.staged.retrieval_stages import retrieval_stages, run_retrieval_stages
 from tests.checkpoint_fixtures import give_trained_statistics
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")

@@ -1,4 +1,4 @@
-"""phrasedet/engine/run_records.py: a finished run's record keeps its JSON files and validation
+"""phrasedet/engine/comparison/run_records.py: a finished run's record keeps its JSON files and validation
 curve and drops its weights and training-loss lines; --resume restores it only on the same image
 representation; a run whose weights a later run needs is trained again."""
 import json
@@ -7,9 +7,10 @@ import subprocess
 
 import pytest
 
-from phrasedet.engine.run_records import RECORD_FILE, RunRecords, file_digest, keep_evaluations
-from phrasedet.engine.runs import ROOT, finished
+from phrasedet.engine.comparison.run_records import RECORD_FILE, RunRecords, file_digest, keep_evaluations
+from phrasedet.engine.comparison.runs import ROOT, finished
 from phrasedet.fileio import BadFileError
+from .tool_runs import tool_path
 
 TRAIN = {"iteration": 19, "total_loss": 3.5, "lr": 0.0002, "time": 0.3}
 VALID = {"iteration": 99, "retrieval/rsum": 412.5, "retrieval/i2t_R@1": 40.0}
@@ -115,7 +116,7 @@ def test_keep_evaluations_and_file_digest():
 def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):
     import torch
 
-    from phrasedet.engine.run_records import backbone_digest, save_backbone
+    from phrasedet.engine.comparison.run_records import backbone_digest, save_backbone
 
     backbone = {"backbone.stem.conv1.weight": torch.arange(6.0).reshape(2, 3), "backbone.res2.norm.running_mean": torch.ones(3)}
     whole = tmp_path / "model_final.pth"
@@ -133,7 +134,7 @@ def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):
 def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys):
     import sys
 
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    sys.path.insert(0, os.path.dirname(tool_path("show_records.py")))
     import show_records
 
     output, results = tmp_path / "output", tmp_path / "results"
@@ -170,7 +171,7 @@ def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys
 
 
 def test_a_record_is_dirty_when_the_code_differs_from_its_commit_not_the_docs(tmp_path):
-    from phrasedet.engine.run_records import _git_state
+    from phrasedet.engine.comparison.run_records import _git_state
 
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
@@ -191,7 +192,7 @@ def test_a_record_is_dirty_when_the_code_differs_from_its_commit_not_the_docs(tm
 def test_a_kept_model_has_the_digest_of_the_checkpoint_it_came_from_and_only_its_tensors(tmp_path):
     import torch
 
-    from phrasedet.engine.run_records import model_digest, save_model
+    from phrasedet.engine.comparison.run_records import model_digest, save_model
 
     src = tmp_path / "model_final.pth"
     torch.save({"model": {"b": torch.ones(2), "a": torch.arange(3.0)}, "iteration": 5, "optimizer": {"x": 1}}, src)

@@ -1,4 +1,4 @@
-"""phrasedet/engine/runs.py: a comparison's run trained again starts from an empty folder, and a
+"""phrasedet/engine/comparison/runs.py: a comparison's run trained again starts from an empty folder, and a
 finished run is reused by --resume."""
 import json
 import os
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from phrasedet.engine import runs
+from phrasedet.engine.comparison import runs
 
 STALE = '{"iteration": 1099, "retrieval/rsum": 300.0}\n'  # what a run killed at iteration 1,100 left
 NEW = '{"iteration": 99, "retrieval/rsum": 50.0}\n'

@@ -1,4 +1,4 @@
-"""phrasedet/engine/tool_process.py: a tool run in a child of the fork server behaves as
+"""phrasedet/engine/comparison/tool_process.py: a tool run in a child of the fork server behaves as
 ``python tool.py args`` started afresh would: its arguments, working directory, environment,
 thread count, output and exit status are the caller's and the tool's, not the server's."""
 import json
@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from phrasedet.engine.tool_process import ROOT, run_python
+from phrasedet.engine.comparison.tool_process import ROOT, run_python
 
 SCRIPT = textwrap.dedent("""
     import json, os, sys

@@ -8,13 +8,14 @@ import torch
 from PIL import Image
 
 from phrasedet.utils import draw_phrase_detections, predict_phrases, save_test_visualizations, upscale_factor
+from .tool_runs import tool_path
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 QA_RCNN = os.path.join(ROOT, "configs", "qa_rcnn.yaml")
 
 
 def _load_tool(name):
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", os.path.join(ROOT, "tools", f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(f"_tool_{name}", tool_path(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,4 +1,4 @@
-"""Heatmap pictures: the drawing, and tools/visualize_heatmap.py on a built-in image with an
+"""Heatmap pictures: the drawing, and tools/evaluation/visualize_heatmap.py on a built-in image with an
 untrained DSVE-loc (its points, its pictures, its errors)."""
 import os
 import sys

@@ -9,8 +9,8 @@ image-sentence retrieval (``configs/retrieval/*.yaml``, ``ImageTextEmbedding``) 
 game (``configs/pointing/*.yaml``, ``DSVELoc``); the splits' ``evaluator_type`` picks the loaders
 and the evaluator. A config with ``PHRASEDET.RECIPE.ENABLED``
 runs paper 003's staged recipe (detector, CCA, classifier, optional fine-tuning; see
-``phrasedet/engine/recipe.py``) and one with ``PHRASEDET.RETRIEVAL_STAGES.ENABLED`` paper 001's
-two stages (``phrasedet/engine/retrieval_stages.py``), ``--resume`` continuing in the
+``phrasedet/engine/staged/recipe.py``) and one with ``PHRASEDET.RETRIEVAL_STAGES.ENABLED`` paper 001's
+two stages (``phrasedet/engine/staged/retrieval_stages.py``), ``--resume`` continuing in the
 interrupted stage; other configs train one model. ``--num-gpus N`` starts N processes; on a machine without a GPU they train on the
 CPU with gloo.
 """

@@ -174,7 +174,7 @@ def add_phrase_detection_config(cfg):
     # stage3_classifier_random_init ...), evaluate both and report CCA init minus random init per bucket.
     _C.PHRASEDET.RECIPE.COMPARE_RANDOM_INIT = False
     # Train that baseline in a second process beside the CCA-initialized classifier, each with half the threads
-    # (phrasedet/engine/baseline_process.py; one process only: with several, the baseline follows). Measured slower on
+    # (phrasedet/engine/staged/baseline_process.py; one process only: with several, the baseline follows). Measured slower on
     # 2 cores than one after the other (docs/DECISIONS.md).
     _C.PHRASEDET.RECIPE.BASELINE_PROCESS = False
     # A preview (configs/cite_cca_preview.yaml, make demo): stage 3 stops before the classifiers' curves flatten, so

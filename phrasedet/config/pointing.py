@@ -30,7 +30,7 @@ def add_pointing_config(cfg):
     _C.TEST.POINTING.TOLERANCE = 15.0
     # Test images per batch (images of one batch must have one size: RESIZE_MODE "square").
     _C.TEST.POINTING.IMS_PER_BATCH = 1
-    # Save every query's point and hits to <OUTPUT_DIR>/inference/<dataset>/ for tools/evaluate_pointing.py.
+    # Save every query's point and hits to <OUTPUT_DIR>/inference/<dataset>/ for tools/evaluation/evaluate_pointing.py.
     _C.TEST.POINTING.SAVE_PREDICTIONS = True
     # Heatmap pictures (image, heatmap, point, ground-truth box) saved after evaluation, for the first N queries.
     _C.TEST.POINTING.NUM_VISUALIZE = 4

@@ -11,7 +11,7 @@ def add_retrieval_config(cfg):
     _C.MODEL.RETRIEVAL = CN()
     # Image input: "pixels" (a Detectron2 backbone on the image), "features" (precomputed pooled rows, IMAGE_FEATURES_DIR) or "maps" (precomputed pre-pooling maps [C, h, w] per image, IMAGE_FEATURES_DIR, in place of the backbone's: the built-in oracle's spatial form).
     _C.MODEL.RETRIEVAL.IMAGE_INPUT = "pixels"
-    # Precomputed image features for IMAGE_INPUT "features" or "maps": <dir>/<dataset name>.npy, one row per image in the split's order (tools/extract_image_features.py writes features; tools/make_oracle_features.py both).
+    # Precomputed image features for IMAGE_INPUT "features" or "maps": <dir>/<dataset name>.npy, one row per image in the split's order (tools/data/extract_image_features.py writes features; tools/data/make_oracle_features.py both).
     _C.MODEL.RETRIEVAL.IMAGE_FEATURES_DIR = ""
     # A checkpoint whose backbone tensors ("backbone.*", e.g. a Detectron2 detector such as the phrase-detection recipe's stage1_detector, or "image_encoder.backbone.*") initialize the image backbone; "" = none (MODEL.WEIGHTS still loads whole models).
     _C.MODEL.RETRIEVAL.BACKBONE_WEIGHTS = ""
@@ -169,13 +169,13 @@ def add_retrieval_config(cfg):
     _C.TEST.RETRIEVAL.CHUNK_SIZE = 1024
     # Test images per batch (1: every image is embedded alone, so results do not depend on the number of processes).
     _C.TEST.RETRIEVAL.IMS_PER_BATCH = 1
-    # Save the test embeddings (or, for the similarity network, the score matrix) to <OUTPUT_DIR>/inference/<dataset>/ for tools/evaluate_retrieval.py.
+    # Save the test embeddings (or, for the similarity network, the score matrix) to <OUTPUT_DIR>/inference/<dataset>/ for tools/evaluation/evaluate_retrieval.py.
     _C.TEST.RETRIEVAL.SAVE_EMBEDDINGS = True
     # Image features are the average of the image's and its horizontal flip's (paper 001); needs IMAGE_INPUT "pixels".
     _C.TEST.RETRIEVAL.FLIP_AVERAGE = False
 
     _C.PHRASEDET.RETRIEVAL_STAGES = CN()
-    # Paper 001's two stages in one run (phrasedet/engine/retrieval_stages.py): stage I with the image CNN frozen, then stage II as the config says (SOLVER.*, MODEL.RETRIEVAL.*); --resume continues in the interrupted stage.
+    # Paper 001's two stages in one run (phrasedet/engine/staged/retrieval_stages.py): stage I with the image CNN frozen, then stage II as the config says (SOLVER.*, MODEL.RETRIEVAL.*); --resume continues in the interrupted stage.
     _C.PHRASEDET.RETRIEVAL_STAGES.ENABLED = False
     # Stage I iterations (0: no stage I, the config trains in one stage).
     _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_ITERS = 0
@@ -185,5 +185,5 @@ def add_retrieval_config(cfg):
     _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_STEPS = []
     # Stage I weight of MODEL.RETRIEVAL.LOSS (paper 001: 0, the instance loss only; 1 gives the "only ranking loss" baseline both stages).
     _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_LOSS_WEIGHT = 0.0
-    # Stage I on precomputed features of the frozen CNN (tools/extract_image_features.py, the same backbone and weights): much faster on CPU, the same embeddings; stage II then loads stage I's weights with the backbone of MODEL.RETRIEVAL.BACKBONE_WEIGHTS; "" = stage I on pixels.
+    # Stage I on precomputed features of the frozen CNN (tools/data/extract_image_features.py, the same backbone and weights): much faster on CPU, the same embeddings; stage II then loads stage I's weights with the backbone of MODEL.RETRIEVAL.BACKBONE_WEIGHTS; "" = stage I on pixels.
     _C.PHRASEDET.RETRIEVAL_STAGES.STAGE1_IMAGE_FEATURES_DIR = ""

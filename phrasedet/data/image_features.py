@@ -3,7 +3,7 @@
 Users of VSE++ and of paper 000's code mostly train on CNN features computed once. A split's
 features live in ``<features_dir>/<dataset name>.npy`` ([N, F], rows in the split's record order)
 with an optional ``<dataset name>.txt`` listing the image id of each row (checked when present);
-``tools/extract_image_features.py`` writes both. :func:`attach_image_features` gives each record
+``tools/data/extract_image_features.py`` writes both. :func:`attach_image_features` gives each record
 ``feature_file`` and ``feature_row``, which :class:`~phrasedet.data.CaptionDatasetMapper` reads.
 Datasets whose records carry these keys already (VSE++'s precomputed release) are left as they are.
 """
@@ -58,7 +58,7 @@ def _open(path: str) -> np.ndarray:
             included) or an array of another shape or kind.
     """
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"image features {path!r} do not exist (tools/extract_image_features.py writes them)")
+        raise FileNotFoundError(f"image features {path!r} do not exist (tools/data/extract_image_features.py writes them)")
     array = load_array_file(path, "image features", mmap_mode="r")
     if not isinstance(array, np.ndarray):
         raise BadAnnotationError(f"{path}: expected a .npy array, got a .npz archive")

@@ -55,7 +55,7 @@ class WordNetLexicon:
                     f"Positive phrase augmentation ({config_key} True) needs nltk's WordNet data, "
                     f"which is not installed (searched {list(nltk.data.path)}). Install it with "
                     "`python -m nltk.downloader wordnet`, or offline from Debian's WordNet with "
-                    "`apt-get install wordnet-base wordnet-sense-index && python tools/install_wordnet.py`, "
+                    "`apt-get install wordnet-base wordnet-sense-index && python tools/setup/install_wordnet.py`, "
                     f"or set {config_key} False."
                 ) from e
         self._wn = wordnet

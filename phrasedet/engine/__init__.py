@@ -4,7 +4,7 @@ from .ddp import cpu_safe_ddp, create_ddp_model, finish_distributed
 from .feature_extraction import extract_image_features
 from .hooks import BackboneUnfreezeHook
 from .optimizer import build_optimizer, with_global_norm_clipping
-from .recipe import build_recipe_model, run_recipe
-from .retrieval_stages import run_retrieval_stages
-from .selected_training import run_selected, selection_of
+from .staged.recipe import build_recipe_model, run_recipe
+from .staged.retrieval_stages import run_retrieval_stages
+from .staged.selected_training import run_selected, selection_of
 from .trainer import PhrasedetTrainer, PhraseTrainer, dataset_task

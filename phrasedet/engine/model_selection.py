@@ -19,7 +19,7 @@ training); the starting point of a stage is not one.
 
 Early stopping (``Selection.patience`` = p > 0, the released CITE code's rule with p = 5 epochs):
 once p evaluations in a row have not beaten the best so far, the stage stops (:class:`EarlyStop`,
-caught by the stage's trainer, :mod:`.stages`) and records where in ``<stage>/early_stop.json``;
+caught by the stage's trainer, :mod:`.staged.stages`) and records where in ``<stage>/early_stop.json``;
 its budget (``MAX_ITER``) is then a cap. An evaluation that only ties the best does not beat it.
 ``--resume`` counts the evaluations since the best from the stage's ``metrics.json``.
 """

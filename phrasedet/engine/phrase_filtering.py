@@ -12,12 +12,12 @@ similarity network otherwise). The filter is saved as
 one instead.
 
 A retrieval model trained on precomputed features (``MODEL.RETRIEVAL.IMAGE_INPUT "features"``,
-e.g. the models of ``tools/compare_retrieval.py``) runs here on pixels: the features were the
+e.g. the models of ``tools/compare/compare_retrieval.py``) runs here on pixels: the features were the
 pooled features of a pixel encoder's frozen backbone, so the pixel path with that backbone gives
 the same embedding without a features file for the test split. The backbone is
 ``MODEL.RETRIEVAL.BACKBONE_WEIGHTS`` (the CNN the features were extracted with, e.g. the
 recipe's ``stage1_detector/model_final.pth``), else the ``extractor.pth`` that
-``tools/extract_image_features.py`` wrote into ``MODEL.RETRIEVAL.IMAGE_FEATURES_DIR``; the
+``tools/data/extract_image_features.py`` wrote into ``MODEL.RETRIEVAL.IMAGE_FEATURES_DIR``; the
 checkpoint is then loaded without its backbone tensors (it has none). The image inputs
 (``INPUT.RETRIEVAL``, ``INPUT.FORMAT``, pixel mean and std) must be those of the extraction.
 """
@@ -38,7 +38,7 @@ from phrasedet.evaluation import PhraseFilter
 from phrasedet.modeling.sentence_encoders import training_captions
 from phrasedet.paths import resolve_data_path
 
-from .model_surgery import load_weights
+from .staged.model_surgery import load_weights
 
 __all__ = ["PHRASE_FILTER_FILE", "phrase_filter_enabled", "check_phrase_filter_config", "retrieval_config",
            "build_retrieval_model", "sentence_database", "top_n_indices", "build_phrase_filter"]

@@ -10,7 +10,7 @@
   (``MODEL.RETRIEVAL.IMAGE_INPUT "maps"``: the built-in oracle's spatial form) and everything
   after the backbone is the same.
 * :class:`FeatureImageEncoder`: a precomputed pooled feature -> the same normalization and
-  projection. Features written by ``tools/extract_image_features.py`` are the pixel encoder's
+  projection. Features written by ``tools/data/extract_image_features.py`` are the pixel encoder's
   pooled features, so both paths give the same embedding for the same weights.
 """
 import torch

@@ -4,7 +4,7 @@ point (a red disc) and the ground-truth box (green), titled with the text.
 - :func:`draw_heatmap`: one picture from arrays.
 - :func:`pointing_heatmaps`: heatmaps and points of any texts in one image, from a ``DSVELoc``.
 - :func:`save_pointing_visualizations`: PNGs of the first queries of a pointing split (saved
-  after evaluation by ``tools/train_net.py``; ``tools/visualize_heatmap.py`` draws any image and texts).
+  after evaluation by ``tools/train_net.py``; ``tools/evaluation/visualize_heatmap.py`` draws any image and texts).
 """
 import os
 from typing import List, Optional, Sequence

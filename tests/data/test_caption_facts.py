@@ -22,6 +22,7 @@ from phrasedet.data.synthetic.specificity import (IndexDisagreement, _read_split
                                                   true_of_brute_force)
 
 from . import independent_specificity
+from ..tool_runs import tool_path
 
 
 def obj(colour, shape, size="small", position="left", box=(0, 0, 20, 20)):
@@ -460,7 +461,7 @@ def test_an_image_recorded_without_unrelated_captions_has_none(small_root, tmp_p
 def _dataset_stats():
     import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    sys.path.insert(0, os.path.dirname(tool_path("dataset_stats.py")))
     try:
         import dataset_stats
     finally:

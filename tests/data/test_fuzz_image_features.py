@@ -129,7 +129,7 @@ def test_attaching_features_checks_rows_and_ids_against_the_split(tmp_path, monk
     path, ids = str(tmp_path / "s.npy"), str(tmp_path / "s.txt")
     with pytest.raises(FileNotFoundError) as error:
         attach_image_features(RECORDS, "s", str(tmp_path))
-    assert str(error.value) == f"image features {path!r} do not exist (tools/extract_image_features.py writes them)"
+    assert str(error.value) == f"image features {path!r} do not exist (tools/data/extract_image_features.py writes them)"
     np.save(tmp_path / "t.npy", np.zeros((3, 2), np.float32))
     with pytest.raises(BadAnnotationError) as error:
         attach_image_features(RECORDS, "t", str(tmp_path))

@@ -22,7 +22,7 @@ def test_missing_wordnet_says_how_to_install_it(tmp_path, monkeypatch):
     if type(nltk.corpus.wordnet).__name__ != "LazyCorpusLoader":
         pytest.skip("nltk's wordnet corpus was already loaded in this process")
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
-    with pytest.raises(WordNetUnavailable, match=r"nltk.downloader wordnet.*tools/install_wordnet.py.*INPUT.PHRASES.PPA False"):
+    with pytest.raises(WordNetUnavailable, match=r"nltk.downloader wordnet.*tools/setup/install_wordnet.py.*INPUT.PHRASES.PPA False"):
         PositivePhraseAugmenter({"x"})
 
 

@@ -17,6 +17,7 @@ from phrasedet.data.synthetic import (HELD_OUT_COMBOS, RARE_COMBOS, ensure_built
 from phrasedet.data.synthetic import builtin as builtin_mod
 from phrasedet.text import normalize_phrase
 from phrasedet.text.vocab import bucket_of_count
+from ..tool_runs import tool_path
 
 SMALL = dict(num_train=40, num_val=5, num_test=15)
 PHRASE_RE = re.compile(r"\[/EN#(\d+)((?:/[a-z]+)+) ([^\[\]]+)\]")
@@ -295,7 +296,7 @@ def test_ensure_builtin_dataset(tmp_path, monkeypatch, caplog):
 
 
 def test_cli(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+    sys.path.insert(0, os.path.dirname(tool_path("make_builtin_dataset.py")))
     try:
         import make_builtin_dataset
     finally:

@@ -5,6 +5,7 @@ import os
 import numpy as np
 import torch
 from detectron2.data import DatasetCatalog, MetadataCatalog
+from ..tool_runs import tool_path
 
 RETRIEVAL_TOY = "evaltest_retrieval_toy"
 CAPTION_COUNTS = [2, 1, 0, 3, 2, 2, 1, 1, 2, 0, 3, 1]  # 12 images (folds 1, 2, 3, 4, 6), 18 captions
@@ -55,7 +56,7 @@ class NegativeSquaredDistance:
 
 def load_tool(name):
     """``tools/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", os.path.join(ROOT, "tools", f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(f"_tool_{name}", tool_path(f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

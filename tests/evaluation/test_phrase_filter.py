@@ -20,6 +20,7 @@ from phrasedet.fileio import BadFileError
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, B, FAR, TOY_TEST, ap_of, build, noisy_outputs, register_toy
+from ..tool_runs import tool_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAN = float("nan")
@@ -305,7 +306,7 @@ def test_tool_with_phrase_filter_prints_both_tables(tmp_path, capsys):
     path = tmp_path / "phrase_filter.json"
     _toy_filter().save(str(path))
     in_loop = _evaluate(tmp_path / "run", PhraseFilter.load(str(path)))
-    spec = importlib.util.spec_from_file_location("evaluate_predictions", os.path.join(ROOT, "tools", "evaluate_predictions.py"))
+    spec = importlib.util.spec_from_file_location("evaluate_predictions", tool_path("evaluate_predictions.py"))
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     got = tool.main(["--predictions", str(tmp_path / "run" / "phrase_predictions.jsonl"), "--dataset", TOY_TEST,

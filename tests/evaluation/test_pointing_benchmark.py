@@ -1,4 +1,4 @@
-"""tools/benchmark_pointing.py at a tiny scale: the lines it prints and the equal hit counts
+"""tools/benchmarks/benchmark_pointing.py at a tiny scale: the lines it prints and the equal hit counts
 (times are printed, never asserted)."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""tools/evaluate_pointing.py on saved points and heatmaps: hand-computed accuracies, the in-loop
+"""tools/evaluation/evaluate_pointing.py on saved points and heatmaps: hand-computed accuracies, the in-loop
 numbers, and errors naming the file and the query id."""
 import json
 

@@ -46,6 +46,7 @@ from phrasedet.evaluation.phrase_detection.ppa_ground_truth import (augment_grou
 from phrasedet.text.vocab import PhraseVocabulary
 
 from .toy import A, B, FAR, ap_of, build
+from ..tool_runs import tool_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN, TEST, REFERIT_TEST = "ppa_eval_train", "ppa_eval_test", "ppa_eval_referit_test"
@@ -487,7 +488,7 @@ def test_ppa_with_a_phrase_filter_reports_four_tables(registered):
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("evaluate_predictions", os.path.join(ROOT, "tools", "evaluate_predictions.py"))
+    spec = importlib.util.spec_from_file_location("evaluate_predictions", tool_path("evaluate_predictions.py"))
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     return tool

@@ -14,6 +14,7 @@ from phrasedet.evaluation import (PhraseDetectionEvaluator, evaluate_predictions
 from phrasedet.evaluation.phrase_detection.ground_truth import PhraseGroundTruth
 
 from .toy import TOY_TEST, noisy_outputs, register_toy
+from ..tool_runs import tool_path
 
 DATASET = "builtin_flickr30k_entities_test"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,7 +70,7 @@ def test_command_agrees_with_in_loop_evaluator_jsonl_and_json(builtin_run, mode,
 
 def test_tool_prints_table_and_writes_results(builtin_run, tmp_path, capsys):
     out, results = builtin_run
-    path = os.path.join(ROOT, "tools", "evaluate_predictions.py")
+    path = tool_path("evaluate_predictions.py")
     spec = importlib.util.spec_from_file_location("evaluate_predictions", path)
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)

@@ -1,5 +1,5 @@
 """The region probe of a phrase detector (phrasedet/evaluation/region_probe.py and
-tools/probe_representation.py --detector): on hand-made region features whose answer is known,
+tools/evaluation/probe_representation.py --detector): on hand-made region features whose answer is known,
 and the region features of a tiny random PhraseRCNN against its heads run on the boxes directly."""
 import json
 import os
@@ -13,7 +13,7 @@ from detectron2.modeling import build_model
 from detectron2.structures import Boxes
 
 from phrasedet.data.synthetic.scene import COLOURS, HELD_OUT_COMBOS, SHAPES
-from phrasedet.engine.model_surgery import load_weights
+from phrasedet.engine.staged.model_surgery import load_weights
 from phrasedet.evaluation.region_probe import (REGION_PARTS, REGION_TRAIN_SPLIT, _same_size_batches, object_region_features,
                                                probe_region_features)
 from phrasedet.fileio import BadFileError

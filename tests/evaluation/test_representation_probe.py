@@ -1,5 +1,5 @@
 """The linear probe of an image representation (phrasedet/evaluation/representation_probe.py and
-tools/probe_representation.py), on hand-made features whose answer is known."""
+tools/evaluation/probe_representation.py), on hand-made features whose answer is known."""
 import json
 
 import numpy as np

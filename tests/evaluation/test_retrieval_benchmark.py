@@ -1,4 +1,4 @@
-"""tools/benchmark_retrieval.py at a tiny scale: the lines it prints, and (b) == (c)."""
+"""tools/benchmarks/benchmark_retrieval.py at a tiny scale: the lines it prints, and (b) == (c)."""
 import numpy as np
 import pytest
 

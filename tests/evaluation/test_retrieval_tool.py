@@ -1,4 +1,4 @@
-"""tools/evaluate_retrieval.py: the in-loop numbers from the saved files, and errors naming the
+"""tools/evaluation/evaluate_retrieval.py: the in-loop numbers from the saved files, and errors naming the
 file and the key or the shape mismatch."""
 import json
 import zipfile

@@ -298,9 +298,9 @@ def test_anchors_built_in_configs_unchanged_real_data_configs_as_their_checkpoin
 
 
 def test_staged_training_gives_weights_and_parts_to_its_first_stage_only(tmp_path):
-    from phrasedet.engine.recipe import detector_stage
-    from phrasedet.engine.retrieval_stages import retrieval_stages
-    from phrasedet.engine.stages import stage_config
+    from phrasedet.engine.staged.recipe import detector_stage
+    from phrasedet.engine.staged.retrieval_stages import retrieval_stages
+    from phrasedet.engine.staged.stages import stage_config
 
     required = ["MODEL.WEIGHTS", "x.pkl", "PHRASEDET.WEIGHTS.PRETRAINED_PARTS", "['backbone']"]
     cfg = phrasedet_config("cite_cca.yaml", tmp_path, required)

@@ -10,7 +10,7 @@ import torch
 from detectron2.config import get_cfg
 
 from phrasedet.config import add_phrasedet_config
-from phrasedet.engine.recipe import CCALayers, _apply_cca, _check
+from phrasedet.engine.staged.recipe import CCALayers, _apply_cca, _check
 from phrasedet.fileio import BadFileError
 from phrasedet.modeling.cca import CCAProjection, fit_cca_paired
 from phrasedet.modeling.classifiers import DeepCCAClassifier, build_region_classifier

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given
 from torch import nn
 
-from phrasedet.engine.model_surgery import load_weights
+from phrasedet.engine.staged.model_surgery import load_weights
 from phrasedet.fileio import BadFileError
 from phrasedet.modeling.checkpoint import load_backbone_weights, load_checkpoint_state
 from tests.fuzz import check_reader, damaged_bytes, fuzz_settings, write_file

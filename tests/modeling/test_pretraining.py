@@ -127,7 +127,7 @@ def test_the_cnn_kept_beside_the_records_loads_into_both_configs_and_has_the_rec
     import glob
     import json
 
-    from phrasedet.engine.run_records import RECORD_FILE, backbone_digest
+    from phrasedet.engine.comparison.run_records import RECORD_FILE, backbone_digest
     from phrasedet.modeling.checkpoint import load_backbone_weights
 
     kept = os.path.join(CONFIGS, "..", "results", "builtin_cnn", "backbone.pth")

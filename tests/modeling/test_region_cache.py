@@ -14,7 +14,7 @@ from detectron2.utils.events import EventStorage
 
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data import PhraseDatasetMapper
-from phrasedet.engine.stages import freeze_all_but
+from phrasedet.engine.staged.stages import freeze_all_but
 from phrasedet.modeling.roi_heads.region_cache import RegionCache, image_key
 
 CONFIGS = os.path.join(os.path.dirname(__file__), "..", "..", "configs")

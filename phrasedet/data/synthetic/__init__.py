@@ -3,7 +3,7 @@ of Flickr30K Entities and refclef (ReferIt), read back by the same loaders as th
 
 ``generate_builtin_dataset(root, seed=0, num_train=600, num_val=60, num_test=150)`` writes one;
 ``ensure_builtin_dataset(cache_dir=None, seed=0)`` returns the root of a cached copy, generating
-it on first use. ``tools/make_builtin_dataset.py`` is the command-line front end.
+it on first use. ``tools/data/make_builtin_dataset.py`` is the command-line front end.
 """
 from .builtin import DEFAULT_SIZES, FEW_SHOT_MAX, GENERATOR_VERSION, ensure_builtin_dataset, generate_builtin_dataset
 from .scene import FREQUENT_COMBOS, HELD_OUT_COMBOS, RARE_COMBOS

@@ -58,7 +58,7 @@ class PhraseDetectionEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         If False, each process evaluates what it saw.
     save_predictions : bool
         Write every detection to ``<output_dir>/phrase_predictions.jsonl`` (readable by
-        ``tools/evaluate_predictions.py``). Each process streams its part to
+        ``tools/evaluation/evaluate_predictions.py``). Each process streams its part to
         ``phrase_predictions.jsonl.part<rank>``, so ``output_dir`` must be visible to all
         processes. Open-vocabulary runs write N_images x V x K records (Flickr30K: ~5M lines).
     train_dataset : str, optional

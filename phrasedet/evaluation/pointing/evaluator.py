@@ -43,7 +43,7 @@ class PointingGameEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
         Where ``pointing_results.json`` and ``pointing_predictions.npz`` are written (main process).
     save_predictions : bool
         With ``output_dir``: write every query's point, box and hits (``files.py``), readable by
-        ``tools/evaluate_pointing.py --points``.
+        ``tools/evaluation/evaluate_pointing.py --points``.
     distributed : bool
         Gather the points of all processes to the main one (others return {}). If False, each
         process evaluates what it saw, which must then be every image with queries.

@@ -1,5 +1,5 @@
 """Pointing-game files: the evaluator's per-query results, and the points / heatmaps files that
-``tools/evaluate_pointing.py`` evaluates. All are ``.npz`` (numpy ``savez``, uncompressed).
+``tools/evaluation/evaluate_pointing.py`` evaluates. All are ``.npz`` (numpy ``savez``, uncompressed).
 
 ``pointing_predictions.npz`` (written by the evaluator, one row per query in dataset order):
 

@@ -1,6 +1,6 @@
 """The pointing game on points in dataset order, and on saved points or heatmaps files.
 
-The in-loop evaluator and ``tools/evaluate_pointing.py`` share :func:`evaluate_points`, so a saved
+The in-loop evaluator and ``tools/evaluation/evaluate_pointing.py`` share :func:`evaluate_points`, so a saved
 file gives the in-loop numbers.
 """
 import logging

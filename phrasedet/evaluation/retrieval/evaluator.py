@@ -57,7 +57,7 @@ class RetrievalEvaluator(DistributedEvaluatorMixin, DatasetEvaluator):
     save_embeddings : bool
         With ``output_dir``: write ``retrieval_embeddings.npz`` for the dot-product scorer, else
         ``retrieval_scores.npz`` with the full score matrix (``files.py``), for
-        ``tools/evaluate_retrieval.py``.
+        ``tools/evaluation/evaluate_retrieval.py``.
     """
 
     def __init__(self, dataset_name: str, folds: Sequence[int] = (1,), scorer=None, chunk_size: int = 1024,

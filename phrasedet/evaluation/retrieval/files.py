@@ -1,4 +1,4 @@
-"""Saved test embeddings and score matrices, for re-evaluation with ``tools/evaluate_retrieval.py``.
+"""Saved test embeddings and score matrices, for re-evaluation with ``tools/evaluation/evaluate_retrieval.py``.
 
 ``retrieval_embeddings.npz`` (written for the dot-product scorer):
 

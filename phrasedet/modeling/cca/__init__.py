@@ -1,7 +1,7 @@
 """Canonical correlation analysis between region and phrase features (paper 003 Sec. 3.3.2-3.3.3,
 4.1): the projections behind the CCA and Deep CCA region classifiers and the CCA initialization of
 the Embedding Network and CITE. The classifiers themselves are in ``modeling/classifiers/``
-(``cca.py``, ``deep_cca.py``); stage 2 of the recipe (``engine/recipe.py``) fits and saves what
+(``cca.py``, ``deep_cca.py``); stage 2 of the recipe (``engine/staged/recipe.py``) fits and saves what
 they load.
 
 - ``linear.py``: closed-form linear CCA (:func:`fit_cca` from phrase-grouped streaming moments,
@@ -14,7 +14,7 @@ they load.
   :class:`DeepCCAProjector` (the layers followed by linear CCA on their outputs).
 - ``deep_fitting.py``: Deep CCA fitted on stage 2's pairs, and its ``.npz`` file.
 
-``linear.py`` needs only numpy and scipy (``tools/benchmark_cca.py`` loads it by its path).
+``linear.py`` needs only numpy and scipy (``tools/benchmarks/benchmark_cca.py`` loads it by its path).
 """
 from .deep import DeepCCAProjector, cca_correlation_loss, deep_cca_layer, paired_correlations, train_deep_cca
 from .deep_fitting import fit_deep_cca_from_pairs, load_deep_cca, save_deep_cca

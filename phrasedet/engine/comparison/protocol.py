@@ -1,0 +1,166 @@
+"""What the retrieval and pointing comparisons (``tools/compare/compare_retrieval.py``,
+``tools/compare/compare_pointing.py``) share: the image representations they compare on, the budget and
+model-selection options of every run, and the learning curves drawn from them.
+
+Two representations (docs/RETRIEVAL.md, docs/POINTING.md):
+
+* ``cnn``: the built-in pretrained CNN (:mod:`..pretrained_cnn`), the stand-in for ImageNet
+  weights, or weights the user names;
+* ``oracle``: the oracle (:mod:`phrasedet.data.synthetic.oracle`), an upper bound computed from the
+  scenes that separates "the loss fails" from "the CNN cannot see it".
+"""
+import os
+
+from ..model_selection import read_selection
+
+__all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
+           "selection_opts", "selected_weights", "draw_curves", "dataset_flags", "representation_records",
+           "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of"]
+
+REPRESENTATIONS = ("cnn", "oracle")
+#: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
+PLATEAU_TOLERANCE = 5.0
+
+
+def pretrained_cnn(arg: str) -> str:
+    """The CNN of the ``cnn`` representation: ``arg`` when given, ``''`` for ``"none"`` (random
+    initialization), else the built-in pretrained CNN (trained once into the cache)."""
+    if arg == "none":
+        return ""
+    if arg:
+        return arg
+    from ..pretrained_cnn import ensure_builtin_cnn
+
+    return ensure_builtin_cnn()
+
+
+def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
+    """The oracle's global features and maps of the built-in caption and pointing splits in
+    ``<root>/features``: {"global": dir, "maps": dir} (kept by ``resume``)."""
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.ground_truth import SPLITS, load_ground_truth
+    from phrasedet.data.synthetic.oracle import write_oracle_features
+
+    out = os.path.join(root, "features")
+    dirs = {"global": os.path.join(out, "global"), "maps": os.path.join(out, "maps")}
+    names = [f"builtin_flickr30k_captions_{s}" for s in SPLITS] + [f"builtin_flickr30k_pointing_{s}" for s in ("val", "test")]
+    done = all(os.path.isfile(os.path.join(d, f"{n}.npy")) for d in dirs.values() for n in names)
+    if not (resume and done):
+        write_oracle_features(out, names, grid, load_ground_truth(builtin_dataset_root()))
+    return dirs
+
+
+def representation_records(root: str, record_root: str, rep: str, weights: str, features_file: str,
+                           word_vectors: str = ""):
+    """The :class:`~phrasedet.engine.comparison.run_records.RunRecords` of one representation's runs in
+    ``root``, kept under ``<record_root>/<rep>``; None without ``record_root``. They are keyed by
+    the CNN's backbone (``weights``), or without a trained CNN (the oracle, a random CNN) by
+    ``features_file`` (the training split's features or maps), and by ``word_vectors``
+    (:func:`word_vectors_digest`)."""
+    if not record_root:
+        return None
+    from .run_records import RunRecords, backbone_digest, file_digest
+    from .runs import ROOT
+
+    digest = backbone_digest(weights) if weights else file_digest(features_file)
+    return RunRecords(root, os.path.join(record_root, rep), digest, ROOT, word_vectors=word_vectors)
+
+
+def add_word_vectors_argument(parser) -> None:
+    """``--word-vectors PATH``: the word vectors every run reads (a word2vec binary file, e.g. the
+    project's ``results/word_vectors/builtin_word2vec.bin``); default: word2vec trained on this
+    machine, whose vectors differ from another CPU's in their last bits (docs/TRAINING.md,
+    "Determinism across machines")."""
+    parser.add_argument("--word-vectors", default="", metavar="PATH",
+                        help="a word2vec binary file every run reads (the project's: "
+                             "results/word_vectors/builtin_word2vec.bin); default: word2vec trained here")
+
+
+def run_opts(args) -> list:
+    """The ``KEY VALUE`` overrides of every run of a comparison: those that make it read
+    ``--word-vectors`` (a word2vec binary file), then the user's (a leading ``--`` dropped)."""
+    text = []
+    if args.word_vectors:
+        if not os.path.isfile(args.word_vectors):
+            raise FileNotFoundError(f"--word-vectors: no file {args.word_vectors}")
+        text = ["PHRASEDET.TEXT.WORD_VECTORS", "file", "PHRASEDET.TEXT.WORD_VECTORS_PATH",
+                os.path.abspath(args.word_vectors), "PHRASEDET.TEXT.WORD_VECTORS_FORMAT", "word2vec_binary"]
+    return [*text, *(args.opts[1:] if args.opts[:1] == ["--"] else args.opts)]
+
+
+def word_vectors_digest(config: str, opts) -> str:
+    """The fingerprint (:func:`~phrasedet.text.word_vectors.keyed_vectors_fingerprint`) of the word
+    vectors the runs of ``config`` with ``opts`` read: loaded from a file, or trained (once, then
+    cached) on this machine."""
+    from phrasedet.text.build import build_word_vectors
+    from phrasedet.text.word_vectors import keyed_vectors_fingerprint
+
+    return keyed_vectors_fingerprint(build_word_vectors(config_of(config, opts)))
+
+
+def config_of(config: str, opts=()):
+    """The phrasedet config of the file ``config`` with the ``KEY VALUE`` overrides ``opts``."""
+    from detectron2.config import get_cfg
+
+    from phrasedet.config import add_phrasedet_config
+
+    cfg = get_cfg()
+    add_phrasedet_config(cfg)
+    cfg.merge_from_file(config)
+    cfg.merge_from_list([str(o) for o in opts])
+    return cfg
+
+
+def dataset_flags(names) -> list:
+    """``--dataset`` flags of ``tools/data/extract_image_features.py``, one per dataset name."""
+    return [flag for n in names for flag in ("--dataset", n)]
+
+
+def budget_opts(iterations: int) -> list:
+    """``SOLVER`` overrides of a run of ``iterations`` with the learning rate divided at its middle
+    (and a checkpoint only at its end)."""
+    return ["SOLVER.MAX_ITER", int(iterations), "SOLVER.STEPS", f"({int(iterations) // 2},)",
+            "SOLVER.CHECKPOINT_PERIOD", int(iterations)]
+
+
+def selection_opts(dataset: str, period: int, metric: str = "retrieval/rsum") -> list:
+    """``PHRASEDET.SELECTION`` overrides: validate on ``dataset`` every ``period`` iterations and test
+    the best snapshot."""
+    return ["PHRASEDET.SELECTION.DATASET", dataset, "PHRASEDET.SELECTION.PERIOD", int(period),
+            "PHRASEDET.SELECTION.METRIC", metric]
+
+
+def selected_weights(run_dir: str) -> str:
+    """The model a run with selection tested (its ``selection.json``), else its last one.
+
+    Raises:
+        FileNotFoundError: naming the folder, when it has neither (the run is not trained yet).
+    """
+    record = read_selection(run_dir)
+    if record is not None:
+        return record["weights"] if os.path.isabs(record["weights"]) else os.path.join(run_dir, os.path.basename(record["weights"]))
+    final = os.path.join(run_dir, "model_final.pth")
+    if not os.path.isfile(final):
+        raise FileNotFoundError(f"{run_dir} has no selection.json and no model_final.pth: train that run first "
+                                "(list its model in --models)")
+    return final
+
+
+def draw_curves(files: dict, path: str, title: str, key: str = "retrieval/rsum", tolerance: float = PLATEAU_TOLERANCE,
+                ylabel: str = "validation rsum") -> str:
+    """Read each run's validation curve of ``key`` ({model: [run, ...]}, a run being a
+    ``metrics.json`` or the list of its phases' files, joined by
+    :func:`~phrasedet.utils.learning_curves.join_phases`; missing files skipped), draw them into
+    ``path`` and return the table of where each flattened (within ``tolerance``)."""
+    from phrasedet.utils.learning_curves import format_plateaus, join_phases, plot_curves, read_curve
+
+    def run_curve(run):
+        phases = [run] if isinstance(run, str) else list(run)
+        return join_phases([read_curve(f, key) for f in phases if os.path.isfile(f)])
+
+    curves = {model: [c for c in (run_curve(r) for r in runs) if c] for model, runs in files.items()}
+    curves = {m: c for m, c in curves.items() if c}
+    if not curves:
+        return "(no validation curves: no run trained with model selection)"
+    plot_curves(curves, path, title, ylabel)
+    return f"Validation curves drawn in {path}:\n\n" + format_plateaus(curves, tolerance)
