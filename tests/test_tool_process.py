@@ -4,6 +4,8 @@ thread count, output and exit status are the caller's and the tool's, not the se
 import json
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -11,14 +13,15 @@ import pytest
 from phrasedet.engine.comparison.tool_process import ROOT, run_python
 
 SCRIPT = textwrap.dedent("""
-    import json, os, sys
+    import json, multiprocessing, os, sys
     import torch
     print("out", flush=True)
     print("err", file=sys.stderr, flush=True)
     os.write(1, b"fd\\n")  # as C++ code or a subprocess writes
     json.dump({"argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("TOOL_PROCESS_TEST"),
                "threads": torch.get_num_threads(), "name": __name__, "file": __file__,
-               "root_first": sys.path[:2]}, open(sys.argv[1], "w"))
+               "root_first": sys.path[:2], "start_method": multiprocessing.get_start_method()},
+              open(sys.argv[1], "w"))
     action = sys.argv[2]
     if action == "exit":
         sys.exit(3)
@@ -30,6 +33,12 @@ SCRIPT = textwrap.dedent("""
         import time
         time.sleep(60)
 """)
+
+
+#: A fresh process's default start method for the processes it starts (Linux: "fork"); this test process's
+#: own may have been set by others, so it is asked of a fresh interpreter
+FRESH_START_METHOD = subprocess.run([sys.executable, "-c", "import multiprocessing; print(multiprocessing.get_start_method())"],
+                                    capture_output=True, text=True, check=True).stdout.strip()
 
 
 @pytest.fixture
@@ -55,7 +64,7 @@ def test_a_child_gets_the_callers_arguments_directory_environment_and_threads(sc
     assert status == 0 and output == "out\nerr\nfd\n" * 2  # appended to the end of the file, in the order written
     assert seen == {"argv": [script, str(tmp_path / "seen.json"), "none"], "cwd": str(tmp_path),
                     "env": "set after the server started", "threads": 1, "name": "__main__", "file": script,
-                    "root_first": [str(tmp_path), ROOT]}
+                    "root_first": [str(tmp_path), ROOT], "start_method": FRESH_START_METHOD}
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert _run(script, tmp_path, "none", env={**os.environ, "TOOL_PROCESS_TEST": "given"})[2]["threads"] == 2
     assert json.loads((tmp_path / "seen.json").read_text())["env"] == "given"

@@ -11,7 +11,8 @@ then behaves as a fresh ``python tool.py args`` would:
 
 - its ``sys.argv``, working directory and environment are the caller's at the call (not the
   server's, which were the caller's when the server started); torch's thread count follows the
-  caller's ``OMP_NUM_THREADS`` (libgomp read it once, in the server);
+  caller's ``OMP_NUM_THREADS`` (libgomp read it once, in the server); the processes it starts
+  (DataLoader workers) start as the caller's would (by default "fork" on Linux, not "forkserver");
 - its stdout and stderr (file descriptors 1 and 2, so C++ and subprocess output too) go to one
   file, in the order written;
 - its exit status is the tool's: 0, the code of ``SystemExit``, 1 after an uncaught exception
@@ -63,8 +64,11 @@ def _threads(env: dict) -> int:
     return int(value) if value.strip().isdigit() and int(value) > 0 else len(os.sched_getaffinity(0))
 
 
-def _child(path: str, args: list, output: str, env: dict, cwd: str):
+def _child(path: str, args: list, output: str, env: dict, cwd: str, start_method):
     """In the forked child: ``python path args`` as a fresh process would run it (module docstring)."""
+    # a child of the fork server inherits "forkserver" as its default start method; a fresh process has the
+    # platform's (Linux: "fork"), which its DataLoader workers and any other process it starts then use
+    multiprocessing.set_start_method(start_method, force=True)
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -105,7 +109,9 @@ def run_python(path: str, args, output: str, env: dict = None, cwd: str = None, 
                                       cwd=cwd, timeout=timeout).returncode
             except subprocess.TimeoutExpired:
                 raise TimeoutError(f"{path} {' '.join(args)} ran past {timeout} s: killed") from None
-    process = _context().Process(target=_child, args=(os.path.abspath(path), args, os.path.abspath(output), env, cwd))
+    start_method = multiprocessing.get_start_method(allow_none=True)  # None: the platform's default
+    process = _context().Process(target=_child, args=(os.path.abspath(path), args, os.path.abspath(output), env, cwd,
+                                                      start_method))
     process.start()
     process.join(timeout)
     if process.exitcode is None:
