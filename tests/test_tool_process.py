@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from phrasedet.engine.comparison.tool_process import ROOT, run_python
+from phrasedet.engine.comparison.tool_process import ROOT, run_python, tool_path
 
 SCRIPT = textwrap.dedent("""
     import json, multiprocessing, os, sys
@@ -80,3 +80,14 @@ def test_exit_status_is_the_tools(script, tmp_path):
 def test_a_child_past_its_timeout_is_killed(script, tmp_path):
     with pytest.raises(TimeoutError, match="ran past 3 s: killed"):
         _run(script, tmp_path, "sleep", timeout=3)
+
+
+def test_a_tool_is_found_by_its_file_name_in_its_folder():
+    assert ROOT == os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))  # the repository
+    assert tool_path("train_net.py") == os.path.join(ROOT, "tools", "train_net.py")
+    assert tool_path("compare_recipes.py") == os.path.join(ROOT, "tools", "compare", "compare_recipes.py")
+    assert tool_path("setup/bootstrap.sh") == os.path.join(ROOT, "tools", "setup", "bootstrap.sh")
+    names = [n for _, _, files in os.walk(os.path.join(ROOT, "tools")) for n in files if n.endswith(".py")]
+    assert len(names) == len(set(names)) > 20  # every tool's name is unique, so the name alone finds it
+    with pytest.raises(FileNotFoundError, match=r"no single tool 'compare_recipe.py' under .*tools: none"):
+        tool_path("compare_recipe.py")

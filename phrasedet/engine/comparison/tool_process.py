@@ -31,7 +31,7 @@ import sys
 
 __all__ = ["ROOT", "run_python", "tool_path"]
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))  # the repository
 
 def tool_path(name: str) -> str:
     """The path of the tool ``name`` (``"train_net.py"``; the script's file name): ``tools/`` keeps
