@@ -33,15 +33,17 @@ __all__ = ["ROOT", "run_python", "tool_path"]
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))  # the repository
 
+
 def tool_path(name: str) -> str:
     """The path of the tool ``name`` (``"train_net.py"``; the script's file name): ``tools/`` keeps
     ``train_net.py`` at its top and groups the other scripts by purpose (``tools/compare/``,
     ``tools/benchmarks/``, ``tools/data/``, ...), and a name is unique across them. A name with a
     folder (``"compare/compare_recipes.py"``) is taken as it is."""
-    found = [os.path.join(ROOT, "tools", name)] if "/" in name else \
-        [p for p in (os.path.join(ROOT, "tools", name), *glob.glob(os.path.join(ROOT, "tools", "*", name))) if os.path.isfile(p)]
-    if len(found) != 1 or not os.path.isfile(found[0]):
-        raise FileNotFoundError(f"no single tool {name!r} under {os.path.join(ROOT, 'tools')}: {found or 'none'}")
+    tools = os.path.join(ROOT, "tools")
+    candidates = [os.path.join(tools, name)] + ([] if "/" in name else glob.glob(os.path.join(tools, "*", name)))
+    found = [p for p in candidates if os.path.isfile(p)]
+    if len(found) != 1:
+        raise FileNotFoundError(f"no single tool {name!r} under {tools}: {found or 'none'}")
     return found[0]
 
 
@@ -60,8 +62,10 @@ def _context():
 def _threads(env: dict) -> int:
     """torch's thread count for a fresh process with ``env``: ``OMP_NUM_THREADS``, else the CPUs
     this process may run on (what libgomp, and so torch, defaults to)."""
-    value = env.get("OMP_NUM_THREADS", "")
-    return int(value) if value.strip().isdigit() and int(value) > 0 else len(os.sched_getaffinity(0))
+    value = env.get("OMP_NUM_THREADS", "").strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _child(path: str, args: list, output: str, env: dict, cwd: str, start_method):
