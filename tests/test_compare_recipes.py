@@ -124,7 +124,8 @@ def test_records_only_trains_nothing_and_keeps_the_seeds_every_model_has(tmp_pat
     from phrasedet.engine.comparison import runs
 
     monkeypatch.setattr(compare, "train_run", runs.train_run)  # the real one, restoring records
-    monkeypatch.setattr(runs, "run_tool", lambda *a, **k: pytest.fail("--records-only trained a run"))
+    for module in (runs, compare):
+        monkeypatch.setattr(module, "run_tool", lambda *a, **k: pytest.fail("--records-only trained a run"))
     compare.main(new + ["--models", "cca", "cite_cca", "cite", "deep_cca"])
     out = capsys.readouterr().out
     assert "detector 1, --records-only: models cca, cite_cca, cite; seeds [0, 2]; no record (left out): deep_cca; " \
@@ -133,6 +134,11 @@ def test_records_only_trains_nothing_and_keeps_the_seeds_every_model_has(tmp_pat
     assert summary["seeds"] == [0, 2] and len(summary["runs"]["cite"]) == len(summary["runs"]["cite_cca"]) == 2
     assert any(v["claim"].endswith("CCA initialization beats random initialization, CITE") for v in summary["verdicts"])
     assert trained == len(fake_runs)
+    # with the filtering rows asked for (--filter-weights '': train paper 000's model), nothing is trained either:
+    # no filtered evaluation was recorded, so those rows are left out
+    compare.main(new + ["--models", "cite_cca", "--filter-weights", ""])
+    assert trained == len(fake_runs) and "cite_cca_filtered" not in json.loads(
+        (tmp_path / "new" / "comparison.json").read_text())["runs"]["detector1"]["runs"]
     with pytest.raises(SystemExit, match="no kept detector"):
         compare.main(new[:2] + ["--detectors", "3", "--seeds", "0", *records, "--records-only", "--models", "cite"])
 

@@ -97,3 +97,14 @@ def test_an_interrupted_run_of_the_same_command_continues_from_its_checkpoint(tm
     args.clear()
     runs.train_run("cite", "c.yaml", str(out), False, ["SEED", 1])
     assert "--resume" not in args[0][0]
+
+
+def test_a_tool_writes_its_log_into_a_folder_made_for_it_and_a_failure_names_its_output(tmp_path):
+    log = tmp_path / "not yet" / "there" / "tool.log"
+    runs.run_tool("show_records.py", "--help", log=str(log))
+    assert "usage: show_records.py" in log.read_text()
+    runs.run_tool("show_records.py", "--help", log=str(log), append=True)
+    assert log.read_text().count("usage: show_records.py") == 2
+    failed = r"(?s)show_records.py --no-such-option failed \(exit status 2\):.*the following arguments are required: record_roots"
+    with pytest.raises(RuntimeError, match=failed):
+        runs.run_tool("show_records.py", "--no-such-option")

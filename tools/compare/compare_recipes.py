@@ -232,7 +232,7 @@ def filter_model(args):
     root = os.path.join(args.output_root, "filter")
     weights = os.path.join(root, "cnn", "seed0", "two_branch", "model_best.pth")
     cnn = args.backbone_weights or KEPT_CNN
-    if not os.path.isfile(weights):
+    if not os.path.isfile(weights) and not args.records_only:  # --records-only needs no weights: its rows come from records
         run_tool("compare_retrieval.py", "--models", "two_branch", "--seeds", "0", "--representations", "cnn",
                  "--backbone-weights", cnn, "--output-root", root,
                  *(["--word-vectors", args.word_vectors] if args.word_vectors else []), log=os.path.join(args.output_root, "filter.log"))

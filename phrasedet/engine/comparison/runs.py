@@ -25,8 +25,10 @@ def run_tool(tool: str, *args, log: str = None, append: bool = False) -> float:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         output = log or os.path.join(tmp, "output.txt")
-        if log and not append:
-            open(log, "w").close()
+        if log:
+            os.makedirs(os.path.dirname(os.path.abspath(log)), exist_ok=True)
+            if not append:
+                open(log, "w").close()
         status = run_python(path, args, output)
         if status:
             with open(output, errors="replace") as f:
