@@ -1,7 +1,7 @@
-"""The repository's tools (``tools/*.py``) run as child processes of a fork server that has
+"""The repository's tools (``tools/train_net.py`` and the scripts in ``tools/*/``) run as child processes of a fork server that has
 imported torch, Detectron2 and phrasedet once.
 
-A comparison (``tools/compare_*.py``) trains each model and seed in a process of its own, so that
+A comparison (``tools/compare/compare_*.py``) trains each model and seed in a process of its own, so that
 no run inherits another's registries, loggers or random state. Started with ``python tool.py``,
 each such process spent about 10 s of one core importing torch, torchvision (which imports
 torch._dynamo and sympy), Detectron2, gensim, scipy and nltk before its first line of work: most of
