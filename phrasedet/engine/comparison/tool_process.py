@@ -1,5 +1,5 @@
-"""The repository's tools (``tools/train_net.py`` and the scripts in ``tools/*/``) run as child processes of a fork server that has
-imported torch, Detectron2 and phrasedet once.
+"""The repository's tools (``tools/train_net.py`` and the scripts in ``tools/*/``) run as child
+processes of a fork server that has imported torch, Detectron2 and phrasedet once.
 
 A comparison (``tools/compare/compare_*.py``) trains each model and seed in a process of its own, so that
 no run inherits another's registries, loggers or random state. Started with ``python tool.py``,
