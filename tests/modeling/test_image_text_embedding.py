@@ -49,6 +49,20 @@ def test_inference_gives_unit_embeddings_for_the_image_and_each_caption(model):
     assert isinstance(model.scorer, DotProductScorer) and isinstance(model.image_encoder, PixelImageEncoder)
 
 
+def test_a_batch_embeds_its_captions_at_once_as_each_image_alone_would(model):
+    """Inference runs the sentence encoder once on all the batch's captions (lists of unequal
+    length, one empty) and splits them back: each image's rows are its own captions' embeddings."""
+    inputs = _inputs(_cfg(), n=4)
+    inputs[1] = dict(inputs[1], captions=[])
+    inputs[2] = dict(inputs[2], captions=inputs[2]["captions"][:2])
+    outputs = model(inputs)
+    assert [len(out["caption_embeddings"]) for out in outputs] == [len(x["captions"]) for x in inputs] == [5, 0, 2, 5]
+    for x, out in zip(inputs, outputs):
+        alone = model.embed_captions(x["captions"]) if x["captions"] else torch.zeros(0, 16)
+        torch.testing.assert_close(out["caption_embeddings"], alone, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(out["image_embedding"], model.embed_images([x])[0], rtol=1e-5, atol=1e-6)
+
+
 def test_gru_takes_each_caption_s_state_at_its_last_word(model):
     enc = model.sentence_encoder
     short, long = "a red circle", "a small blue square is on the left of the large green triangle"

@@ -76,8 +76,8 @@ class DSVELoc(ImageTextEmbedding):
     def heatmaps(self, batched_inputs, texts_per_image) -> list:
         """Heatmaps [Q_b, h, w] of the texts ``texts_per_image[b]`` (lists of str) in each image."""
         projected = self.projected_maps(batched_inputs)
-        return [text_heatmaps(g, self.embed_captions(texts), self.heatmap_topk, self.topk_select)
-                for g, texts in zip(projected, texts_per_image)]
+        return [text_heatmaps(g, texts, self.heatmap_topk, self.topk_select)
+                for g, texts in zip(projected, self.embed_caption_lists(texts_per_image))]
 
     @torch.no_grad()
     def inference(self, batched_inputs):
