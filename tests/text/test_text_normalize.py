@@ -1,4 +1,6 @@
 """Phrase normalization examples (the normalized string is the phrase's category)."""
+import os
+
 import pytest
 
 from phrasedet.text import UNK, normalize_phrase
@@ -32,3 +34,29 @@ def test_nfc_composes_a_decomposed_word_and_keeps_ascii():
     assert nfc("pin\u0303ata") == "pi\u00f1ata" and len(nfc("pin\u0303ata")) == 6
     assert nfc("plain ascii") == "plain ascii"
     assert normalize_phrase("A pin\u0303ata") == normalize_phrase("a pi\u00f1ata") == "pi\u00f1ata"
+
+
+def test_remembered_tokens_equal_nltk_s_on_every_built_in_caption_and_a_caller_cannot_change_them(builtin_root):
+    """tokenize remembers the tokens of recent texts (nltk 3.10's guarded regular expressions are
+    slow): on every caption of the built-in dataset, read twice, it gives what a fresh nltk
+    tokenizer gives, and a list a caller changes is its own copy."""
+    import glob
+    import re
+
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from phrasedet.text.tokenize import _tokens, tokenize
+
+    lines = []
+    for path in sorted(glob.glob(os.path.join(builtin_root, "flickr30k_entities", "Sentences", "*.txt"))):
+        with open(path, encoding="utf-8") as f:
+            lines += [re.sub(r"\[/EN#\d+/\S+ ([^\]]*)\]", r"\1", line.strip()) for line in f]
+    assert len(lines) > 4000
+    fresh = NLTKWordTokenizer()
+    _tokens.cache_clear()
+    for _ in range(2):
+        assert [tokenize(line) for line in lines] == [fresh.tokenize(line) for line in lines]
+    assert _tokens.cache_info().hits >= len(lines)
+    words = tokenize(lines[0])
+    words.append("changed")
+    assert tokenize(lines[0]) == fresh.tokenize(lines[0])
