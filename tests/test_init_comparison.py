@@ -1,6 +1,7 @@
 """phrasedet/engine/staged/init_comparison.py: CCA init minus random init per bucket, and the verdict on
 paper 003's central finding."""
 import math
+import os
 
 import pytest
 
@@ -180,12 +181,9 @@ def test_a_preview_says_it_decides_nothing_and_names_the_command_that_does():
     assert p["verdict"].endswith(CONVERGED_COMMAND) and "--records-only" in CONVERGED_COMMAND
     assert format_comparison(p).endswith(p["verdict"])
     # the command exists with those options
-    import os
-    import subprocess
-    import sys
+    from .tool_runs import run_tool, tool_path
 
-    root = os.path.join(os.path.dirname(__file__), "..")
     args = CONVERGED_COMMAND.split()[1:]
-    helped = subprocess.run([sys.executable, os.path.join(root, args[0]), "--help"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": root})
-    assert helped.returncode == 0 and all(o in helped.stdout for o in args[1:] if o.startswith("--"))
+    assert tool_path(os.path.basename(args[0])).endswith(args[0])
+    helped = run_tool(os.path.basename(args[0]), "--help", timeout=120)
+    assert all(o in helped.output for o in args[1:] if o.startswith("--"))

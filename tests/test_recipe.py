@@ -22,6 +22,7 @@ TINY = [
     "DATASETS.TEST", "('builtin_flickr30k_entities_val',)", "SOLVER.CHECKPOINT_PERIOD", "2", "SOLVER.MAX_ITER", "3",
     "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1", "PHRASEDET.TEXT.WORD2VEC_DIM", "16",
     "PHRASEDET.RECIPE.CLASSIFIER_ITERS", "4", "PHRASEDET.RECIPE.CLASSIFIER_STEPS", "[]",
+    "PHRASEDET.CCA.MAX_IMAGES", "60",  # the CCA pairs of 60 of the 600 training images (every image: 40 % of a run)
 ]
 # the fixed stage-3 schedule (no validation, the last model tested); RELEASED: the released code's (Base-Recipe.yaml)
 FIXED = ["PHRASEDET.RECIPE.SELECTION.DATASET", "", "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", "0"]
@@ -46,6 +47,7 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
         assert os.path.isfile(tmp_path / stage / "model_final.pth")
     assert not os.path.exists(tmp_path / "stage4_finetune")  # FINETUNE_ITERS 0
     assert "stage2_cca: saved 2 CCA layers" in log
+    assert "CCA pairs from the first 60 of the 600 training images (PHRASEDET.CCA.MAX_IMAGES)" in log
     assert os.path.isfile(tmp_path / "stage3_classifier" / "inference" / "builtin_flickr30k_entities_val" / "phrase_aps.json")
     assert not os.path.exists(tmp_path / "stage1_detector" / "inference")  # only the last stage evaluates
 

@@ -130,6 +130,8 @@ def add_phrase_detection_config(cfg):
     _C.PHRASEDET.CCA.PAIR_IOU = 0.6
     # At most this many pairs per training image (paper 003's code: 10).
     _C.PHRASEDET.CCA.MAX_PAIRS_PER_IMAGE = 10
+    # Pairs come from the first N images of DATASETS.TRAIN (in order); 0 = every image (paper 003's code).
+    _C.PHRASEDET.CCA.MAX_IMAGES = 0
     # Ridge added to both covariance diagonals (paper 003's code: 1e-4).
     _C.PHRASEDET.CCA.RIDGE = 0.0001
     # Projections are scaled by canonical correlations ** POWER (normalized CCA; the code: 1, Gong et al.: 4).

@@ -1,4 +1,5 @@
 """phrasedet/modeling/cca/fitting.py: layer sizes, fitting from a detector, and the saved CCA-layer file."""
+import logging
 import math
 from types import SimpleNamespace
 
@@ -198,18 +199,23 @@ class _Recorder:
         yield X, np.arange(3)
 
 
-def test_fit_from_detector_collects_the_training_pairs_of_every_training_set(monkeypatch):
-    """Without ``pairs``: the phrase table is the detector's phrase bank of the training vocabulary,
-    each training set is read in order by a test-mode mapper with a sequential sampler, and
-    PAIR_IOU / MAX_PAIRS_PER_IMAGE reach the pair collection; the fit uses RIDGE, POWER and DIMS."""
+def _recorded_pipeline(monkeypatch, max_images=0):
     rec = _Recorder()
     for name, fake in (("training_vocabulary", rec.vocabulary), ("PhraseDatasetMapper", rec.mapper),
                        ("DatasetCatalog", SimpleNamespace(get=rec.dataset)),
                        ("build_detection_test_loader", rec.loader), ("collect_positive_pairs", rec.pairs)):
         monkeypatch.setattr(fitting, name, fake)
-    cca = SimpleNamespace(PAIR_IOU=0.7, MAX_PAIRS_PER_IMAGE=4, RIDGE=1.0, POWER=2.0, DIMS=[0])
+    cca = SimpleNamespace(PAIR_IOU=0.7, MAX_PAIRS_PER_IMAGE=4, RIDGE=1.0, POWER=2.0, DIMS=[0], MAX_IMAGES=max_images)
     cfg = SimpleNamespace(PHRASEDET=SimpleNamespace(CCA=cca), DATASETS=SimpleNamespace(TRAIN=("a", "b")),
                           DATALOADER=SimpleNamespace(NUM_WORKERS=3))
+    return rec, cfg
+
+
+def test_fit_from_detector_collects_the_training_pairs_of_every_training_set(monkeypatch):
+    """Without ``pairs``: the phrase table is the detector's phrase bank of the training vocabulary,
+    each training set is read in order by a test-mode mapper with a sequential sampler, and
+    PAIR_IOU / MAX_PAIRS_PER_IMAGE reach the pair collection; the fit uses RIDGE, POWER and DIMS."""
+    rec, cfg = _recorded_pipeline(monkeypatch)
     bank = {"p0": -1.0, "p1": 1.0, "p2": 0.0}  # the three pairs' phrases are rows 0, 1, 2: Y
     model = SimpleNamespace(phrase_bank=lambda phrases: torch.tensor([[bank[p]] for p in phrases]),
                             roi_heads=SimpleNamespace(region_features=SimpleNamespace(output_dim=1)))
@@ -223,8 +229,32 @@ def test_fit_from_detector_collects_the_training_pairs_of_every_training_set(mon
     assert mapper[0] == "mapper" and mapper[1] == (cfg,) and not mapper[2].get("is_train", True)
     assert rec.calls[0] == ("vocabulary", ["a", "b"])
     assert rec.calls[2:] == [
-        ("dataset", "a"), ("loader", ["a/image0", "a/image1", "a/image2"], "the mapper", 3, [0, 1, 2]),
+        ("dataset", "a"), ("dataset", "b"),
+        ("loader", ["a/image0", "a/image1", "a/image2"], "the mapper", 3, [0, 1, 2]),
         ("pairs", model, "loader of a", index, 0.7, 4),
-        ("dataset", "b"), ("loader", ["b/image0", "b/image1", "b/image2"], "the mapper", 3, [0, 1, 2]),
+        ("loader", ["b/image0", "b/image1", "b/image2"], "the mapper", 3, [0, 1, 2]),
         ("pairs", model, "loader of b", index, 0.7, 4),
     ]
+
+
+@pytest.mark.parametrize("cap, read", [
+    (4, [["a/image0", "a/image1", "a/image2"], ["b/image0"]]),  # across the two training sets, in order
+    (2, [["a/image0", "a/image1"]]),
+    (3, [["a/image0", "a/image1", "a/image2"]]),
+    (7, [["a/image0", "a/image1", "a/image2"], ["b/image0", "b/image1", "b/image2"]]),
+])
+def test_max_images_takes_the_first_images_of_the_training_sets_in_order(monkeypatch, caplog, cap, read):
+    rec, cfg = _recorded_pipeline(monkeypatch, max_images=cap)
+    model = SimpleNamespace(phrase_bank=lambda phrases: torch.zeros(len(phrases), 1))
+    with caplog.at_level(logging.INFO, logger=fitting.__name__):
+        batches, _ = fitting.training_pairs(cfg, model)
+        list(batches())
+    assert [c[1] for c in rec.calls if c[0] == "loader"] == read
+    assert f"CCA pairs from the first {sum(map(len, read))} of the 6 training images" in caplog.text
+
+
+def test_max_images_below_zero_is_refused(monkeypatch):
+    _, cfg = _recorded_pipeline(monkeypatch, max_images=-1)
+    model = SimpleNamespace(phrase_bank=lambda phrases: torch.zeros(len(phrases), 1))
+    with pytest.raises(ValueError, match=r"PHRASEDET.CCA.MAX_IMAGES must be 0 \(every training image\) or positive, got -1"):
+        fitting.training_pairs(cfg, model)

@@ -27,6 +27,7 @@ __all__ = [
     "fit_cca_from_detector",
     "fit_stacked_cca",
     "load_cca_layers",
+    "pair_images",
     "replayable",
     "save_cca_layers",
     "save_npz",
@@ -157,14 +158,34 @@ def training_pairs(cfg, model):
     table = model.phrase_bank(phrases).cpu().numpy()
     index = {p: i for i, p in enumerate(phrases)}
     mapper = PhraseDatasetMapper(cfg, is_train=False)
+    images = pair_images(cfg)
 
     def batches():
-        for name in cfg.DATASETS.TRAIN:
-            dicts = DatasetCatalog.get(name)
+        for dicts in images:
             loader = build_detection_test_loader(dicts, mapper=mapper, sampler=SequentialSampler(dicts), num_workers=cfg.DATALOADER.NUM_WORKERS)
             yield from collect_positive_pairs(model, loader, index, c.PAIR_IOU, c.MAX_PAIRS_PER_IMAGE)
 
     return replayable(batches), table
+
+
+def pair_images(cfg) -> list:
+    """The records the CCA pairs come from, one list per dataset of ``cfg.DATASETS.TRAIN``: every
+    image, or with ``PHRASEDET.CCA.MAX_IMAGES`` N > 0 the first N images of the datasets taken in
+    order (logged: how many of how many)."""
+    cap = cfg.PHRASEDET.CCA.MAX_IMAGES
+    if cap < 0:
+        raise ValueError(f"PHRASEDET.CCA.MAX_IMAGES must be 0 (every training image) or positive, got {cap}")
+    out, total = [], 0
+    for name in cfg.DATASETS.TRAIN:
+        dicts = DatasetCatalog.get(name)
+        total += len(dicts)
+        left = cap - sum(len(d) for d in out) if cap else len(dicts)
+        if left > 0:
+            out.append(dicts[:left])
+    if cap:
+        logger.info("CCA pairs from the first %d of the %d training images (PHRASEDET.CCA.MAX_IMAGES)",
+                    sum(len(d) for d in out), total)
+    return out
 
 
 def fit_cca_from_detector(cfg, model, pairs=None):
