@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-log() { echo "[bootstrap] $*" >&2; }
+log() { echo "[bootstrap] ${SECONDS}s: $*" >&2; }
 
 if [ -n "${PHRASEDET_PYTHON:-}" ]; then
   PY="$PHRASEDET_PYTHON"
@@ -43,9 +43,11 @@ trap 'log "FAILED (line $LINENO, exit $?): set-up did not finish; see the messag
 # (tools/setup/pip_report.awk says why).
 report_pip() { awk -f tools/setup/pip_report.awk >&2; }
 
+# --no-compile: pip would byte-compile every module of every package (torch alone has thousands);
+# Python compiles the few a run imports on first import instead, and caches them as usual.
 pip_install() {
   local out rc=0
-  out="$("$PY" -m pip install --disable-pip-version-check -q "$@" 2>&1)" || rc=$?
+  out="$("$PY" -m pip install --disable-pip-version-check --no-compile -q "$@" 2>&1)" || rc=$?
   if [ "$rc" -ne 0 ]; then
     printf '%s\n' "$out" >&2
     log "FAILED: pip install $* exited with $rc (messages above)"
@@ -88,7 +90,13 @@ if [ ! -f /usr/share/wordnet/index.sense ]; then
 fi
 
 log "installing phrasedet (editable) with its test extras"
-pip_install -e '.[test]'
+# Built with the environment's own setuptools where it can build editable installs (64 or newer):
+# an isolated build environment would install setuptools again first.
+isolation=()
+if "$PY" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 64)' 2>/dev/null; then
+  isolation=(--no-build-isolation)
+fi
+pip_install ${isolation[@]+"${isolation[@]}"} -e '.[test]'
 "$PY" -c 'import torchvision, detectron2, phrasedet'
 echo "$want" > "$stamp"
 echo "$PY"
