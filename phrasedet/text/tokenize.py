@@ -19,7 +19,8 @@ def _tokenizer() -> NLTKWordTokenizer:
 #: Texts whose tokens are remembered. nltk 3.10 runs every regular expression of the tokenizer under
 #: a time-out guard (``nltk.redos``): about 0.1-0.2 ms per caption, paid again each time word vectors,
 #: vocabularies and sentence encoders read the same captions and phrases. 65,536 entries hold the
-#: built-in dataset's texts many times over and stay under about 100 MB on Flickr30K's.
+#: built-in dataset's texts (about 4,000 captions and their phrases) many times over; on a larger
+#: corpus the least recently used texts are forgotten, so memory stays bounded.
 CACHED_TEXTS = 1 << 16
 
 

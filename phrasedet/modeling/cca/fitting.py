@@ -1,5 +1,6 @@
 """Fit (stacked) CCA on positive (region, phrase) pairs collected with a trained phrase detector
-over a whole training set (paper 003 Sec. 4.1; released code ``tools/compute_cca.py``).
+over a whole training set (paper 003 Sec. 4.1; released code ``tools/compute_cca.py``), or over
+its first ``PHRASEDET.CCA.MAX_IMAGES`` images.
 
 For every ground-truth phrase instance of an image, the proposal of the stage-1 model with the
 highest IoU is a positive pair if that IoU is at least 0.6; at most ``max_pairs_per_image``
@@ -146,7 +147,8 @@ def cca_layer_dims(dims, region_dim: int, phrase_dim: int):
 
 def training_pairs(cfg, model):
     """The positive pairs ``model`` (a trained :class:`PhraseRCNN`) finds over every image of
-    ``cfg.DATASETS.TRAIN`` (``cfg.PHRASEDET.CCA.PAIR_IOU``, ``MAX_PAIRS_PER_IMAGE``).
+    ``cfg.DATASETS.TRAIN``, or its first ``MAX_IMAGES`` (:func:`pair_images`;
+    ``cfg.PHRASEDET.CCA.PAIR_IOU``, ``MAX_PAIRS_PER_IMAGE``).
 
     The whole training set is read in this process (not sharded across processes), once if the
     pairs fit in 2 GB, else once per pass. Returns ``(pair_batches, phrase_table)``: a callable
@@ -190,7 +192,7 @@ def pair_images(cfg) -> list:
 
 def fit_cca_from_detector(cfg, model, pairs=None):
     """Stacked CCA of ``cfg.PHRASEDET.CCA`` fitted on the pairs ``model`` (a trained
-    :class:`PhraseRCNN`) finds over every image of ``cfg.DATASETS.TRAIN``.
+    :class:`PhraseRCNN`) finds over the images of ``cfg.DATASETS.TRAIN`` (:func:`training_pairs`).
 
     Args:
         pairs: :func:`training_pairs`'s result, when collected already (e.g. for Deep CCA too).
