@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from phrasedet.engine.comparison.protocol import budget_opts, draw_curves, selected_weights, selection_opts
-from phrasedet.utils.learning_curves import format_plateaus, join_phases, plateau_iteration, plot_curves, read_curve
+from phrasedet.engine.comparison.protocol import budget_opts, draw_curves, gaining_runs, selected_weights, selection_opts
+from phrasedet.utils.learning_curves import (format_plateaus, join_phases, plateau_iteration, plot_curves, read_curve,
+                                             still_gaining)
 
 
 def _metrics(path, records):
@@ -41,6 +42,31 @@ def test_plateau_iteration_by_hand(values, tolerance, expected):
     curve = [(100 * (k + 1), float(v)) for k, v in enumerate(values)]
     assert plateau_iteration(curve, tolerance) == expected
     assert plateau_iteration([], tolerance) == -1
+
+
+@pytest.mark.parametrize("values, tolerance, gaining", [
+    ([10, 20, 30, 30, 30, 30, 30, 30, 30, 35], 1, True),   # flattens at the 10th of 10 points: 1,000 > 900
+    ([10, 20, 30, 30, 30, 30, 30, 30, 30, 35], 5, False),  # within 5 from 300 on
+    ([10, 20, 30, 30, 30, 30, 30, 30, 34, 30], 1, False),  # flattens at 900: exactly 90 % is not the last tenth
+    ([10, 20, 30, 30, 30, 30, 30, 30, 30, 30], 1, False),  # a best at the very start of a flat run
+    ([50, 10, 10, 10, 10, 10, 10, 10, 10, 90], 10, True),  # a late best far above an early one
+])
+def test_still_gaining_is_flattening_only_in_the_last_tenth(values, tolerance, gaining):
+    curve = [(100 * (k + 1), float(v)) for k, v in enumerate(values)]
+    assert still_gaining(curve, tolerance) is gaining
+    assert still_gaining([], tolerance) is False
+
+
+def test_gaining_runs_names_each_model_s_runs_still_gaining_and_reads_their_phases(tmp_path):
+    def run(name, values):
+        return _metrics(tmp_path / name, [{"iteration": 100 * (k + 1), "phrase_detection/loc_acc": v} for k, v in enumerate(values)])
+
+    flat, late = [80.0] * 10, [70.0] * 9 + [80.0]
+    first, second = run("a1.json", [70.0] * 5), run("a2.json", [70.0] * 4 + [80.0])  # two phases, joined: 10 points
+    files = {"cite": [run("c0.json", flat), run("c1.json", late), [first, second]],
+             "cite_cca": [run("cc0.json", flat), run("cc1.json", flat), str(tmp_path / "missing.json")]}
+    assert gaining_runs(files, ["seed 0", "seed 1", "seed 2"], "phrase_detection/loc_acc", 1.0) == {
+        "cite": ["seed 1", "seed 2"]}
 
 
 def test_the_picture_and_the_table(tmp_path):

@@ -39,6 +39,24 @@ def test_verdicts_seed_by_seed_with_a_single_cca_run_standing_for_every_seed():
     assert "Embedding Network" not in " ".join(v)  # its runs are absent: no verdict
 
 
+def test_a_claim_with_a_run_still_gaining_is_undecided_and_says_which_and_what_the_rule_gives():
+    v = _by_claim(claim_verdicts(RUNS, {"cite": ["seed 2"], "qa_rcnn_npa": ["seed 0", "seed 1"]}))
+    cite = v["CCA initialization beats random initialization, CITE"]
+    assert cite["holds"] is None and cite["per_seed"] == pytest.approx([2.0, 1 / 3, -4 / 3])
+    assert cite["text"].startswith("003: CCA initialization beats random initialization, CITE: UNDECIDED (the rule alone: "
+                                   "holds; still gaining when the budget ended: cite seed 2) here: mean +0.3 mAP, 2/3 seeds")
+    npa = v["NPA barely changes QA R-CNN"]
+    assert npa["holds"] is None and "UNDECIDED (the rule alone: holds; still gaining when the budget ended: " \
+        "qa_rcnn_npa seed 0, qa_rcnn_npa seed 1) here: mean +0.3 mAP (within +/-1)" in npa["text"]
+    assert v["CITE with CCA initialization beats the frozen CCA"]["holds"] is False  # cite_cca and cca: settled
+    assert v["Deep CCA stays below linear CCA"]["holds"] is False
+    # PPA and filtering rows are cite_cca's own runs evaluated otherwise: its unsettled runs make them undecided
+    runs = {"cite_cca": [_m(9.0, 15.0, 24.0)] * 2, "cite_cca_ppa": [_m(9.0, 16.0, 26.0)] * 2}
+    assert _by_claim(claim_verdicts(runs, {"cite": ["seed 0"]}))["PPA-augmented positives raise CITE's mAP"]["holds"] is True
+    ppa = _by_claim(claim_verdicts(runs, {"cite_cca": ["seed 1"]}))["PPA-augmented positives raise CITE's mAP"]
+    assert ppa["holds"] is None and "still gaining when the budget ended: cite_cca seed 1)" in ppa["text"]
+
+
 def test_ppa_and_filtering_rows_and_the_negligible_boundary():
     runs = {"cite_cca": [_m(9.0, 15.0, 24.0)] * 2, "cite_cca_ppa": [_m(9.0, 16.0, 26.0)] * 2,
             "cite_cca_filtered": [_m(9.0, 15.0, 21.0)] * 2}

@@ -68,6 +68,20 @@ def plateau_iteration(curve: Curve, tolerance: float) -> int:
     return int(curve[-1][0])
 
 
+#: A run whose curve flattens only in this last share of its iterations is still gaining at its end.
+LAST_SHARE = 0.1
+
+
+def still_gaining(curve: Curve, tolerance: float, last_share: float = LAST_SHARE) -> bool:
+    """Whether ``curve`` flattened (:func:`plateau_iteration`, within ``tolerance``) only in the
+    last ``last_share`` of its iterations, its last point being the end of training: such a run's
+    best value is a lower bound of what it would reach, and a comparison it is part of decides
+    nothing. False for an empty curve."""
+    if not curve:
+        return False
+    return plateau_iteration(curve, tolerance) > (1 - last_share) * curve[-1][0]
+
+
 def plot_curves(curves: Dict[str, Sequence[Curve]], path: str, title: str, ylabel: str = "validation rsum") -> str:
     """One PNG: per model, the mean over its runs (seeds) at each validated iteration as a line,
     their minimum and maximum as a band. Returns ``path``."""

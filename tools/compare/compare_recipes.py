@@ -45,7 +45,8 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 
-from phrasedet.engine.comparison.protocol import add_word_vectors_argument, draw_curves, run_opts, word_vectors_digest  # noqa: E402
+from phrasedet.engine.comparison.protocol import (add_word_vectors_argument, draw_curves, gaining_runs, run_opts,  # noqa: E402
+                                                  word_vectors_digest)
 from phrasedet.engine.comparison.phrase_detection_claims import BUCKETS, claim_verdicts, format_claims, format_table  # noqa: E402
 from phrasedet.engine.comparison.runs import finished, run_tool, train_run  # noqa: E402
 
@@ -273,7 +274,9 @@ def main(argv=None):
     for d in args.detectors:
         comparison = DetectorComparison(d, args)
         runs, ppa, minutes = comparison.run(text)
-        verdicts = claim_verdicts(runs)
+        files = comparison.curve_files(comparison.models, comparison.seeds)
+        gaining = gaining_runs(files, [f"seed {s}" for s in comparison.seeds], "phrase_detection/loc_acc", LOC_TOLERANCE)
+        verdicts = claim_verdicts(runs, gaining)
         print(f"\ndetector {d}: built-in test split (150 images, 252 phrases), stage-3 seeds {', '.join(map(str, comparison.seeds))}, "
               f"best validation model tested\n")
         print(format_table(runs, minutes))
@@ -284,7 +287,6 @@ def main(argv=None):
         print()
         print(schedule_table(comparison, comparison.models, comparison.seeds))
         title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
-        files = comparison.curve_files(comparison.models, comparison.seeds)
         print(draw_curves(files, os.path.join(comparison.base, "curves.png"), title, "phrase_detection/loc_acc",
                           LOC_TOLERANCE, "validation loc. acc. (%)"))
         for key, bucket in BUCKETS:

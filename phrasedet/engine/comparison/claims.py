@@ -1,10 +1,11 @@
 """Verdicts on a paper's claim from several seeds, shared by the claim checks of every family
-(:mod:`.retrieval_claims`, :mod:`.pointing_claims`).
+(:mod:`.retrieval_claims`, :mod:`.pointing_claims`, :mod:`.phrase_detection_claims`).
 
 A claim "A beats B" holds when the mean seed-by-seed difference A - B has the paper's sign
 (positive) and at least half of the seeds agree; a claim "A barely changes B" holds when the mean
 difference lies within a stated tolerance either way (:func:`negligible`). The per-seed differences
-are part of every verdict.
+are part of every verdict. A claim one of whose runs was still gaining when its budget ended is
+UNDECIDED, whatever the rule gives: that run's figure is a lower bound.
 """
 import math
 from typing import Dict, List, Sequence
@@ -32,25 +33,40 @@ def holds(diffs: List[float]) -> bool:
     return float(np.mean(diffs)) > 0 and sum(d > 0 for d in diffs) * 2 >= len(diffs)
 
 
-def verdict(title: str, paper: str, diffs: List[float], unit: str, extra: str = "") -> dict:
+def _outcome(ok: bool, unsettled: Sequence[str]) -> tuple:
+    """(``holds`` value, its words): None and UNDECIDED when runs of the claim were still gaining."""
+    if unsettled:
+        return None, (f"UNDECIDED (the rule alone: {'holds' if ok else 'does not hold'}; still gaining when "
+                      f"the budget ended: {', '.join(unsettled)})")
+    return ok, "HOLDS" if ok else "DOES NOT HOLD"
+
+
+def verdict(title: str, paper: str, diffs: List[float], unit: str, extra: str = "",
+            unsettled: Sequence[str] = ()) -> dict:
     """``{"claim", "holds", "mean", "per_seed", "text"}`` for the seed-by-seed differences ``diffs``
-    (in ``unit``, e.g. ``"rsum"``) of a claim whose paper figure is ``paper``."""
-    ok = holds(diffs)
+    (in ``unit``, e.g. ``"rsum"``) of a claim whose paper figure is ``paper``. ``unsettled`` names
+    the compared runs still gaining when their budget ended
+    (:func:`~phrasedet.utils.learning_curves.still_gaining`): then ``holds`` is None and the text
+    says UNDECIDED, and what the rule alone gives."""
+    ok, words = _outcome(holds(diffs), unsettled)
     won = sum(d > 0 for d in diffs)
     seeds = ", ".join(f"{d:+.1f}" for d in diffs)
-    text = (f"{title}: {'HOLDS' if ok else 'DOES NOT HOLD'} here: mean {np.mean(diffs):+.1f} {unit}, "
+    text = (f"{title}: {words} here: mean {np.mean(diffs):+.1f} {unit}, "
             f"{won}/{len(diffs)} seeds ({seeds}){extra}; paper {paper}.")
     return {"claim": title, "holds": ok, "mean": float(np.mean(diffs)), "per_seed": diffs, "text": text}
 
 
-def negligible(title: str, paper: str, diffs: List[float], unit: str, tolerance: float, extra: str = "") -> dict:
+def negligible(title: str, paper: str, diffs: List[float], unit: str, tolerance: float, extra: str = "",
+               unsettled: Sequence[str] = ()) -> dict:
     """The verdict of "A barely changes B": it holds when the mean of the seed-by-seed differences
-    ``diffs`` lies within ``tolerance`` (in ``unit``) either way. Same keys as :func:`verdict`."""
+    ``diffs`` lies within ``tolerance`` (in ``unit``) either way. Same keys and ``unsettled`` as
+    :func:`verdict`."""
     mean = float(np.mean(diffs))
-    ok = abs(mean) <= tolerance
+    within = abs(mean) <= tolerance
+    ok, words = _outcome(within, unsettled)
     seeds = ", ".join(f"{d:+.1f}" for d in diffs)
-    text = (f"{title}: {'HOLDS' if ok else 'DOES NOT HOLD'} here: mean {mean:+.1f} {unit} "
-            f"({'within' if ok else 'beyond'} +/-{tolerance:g}), seeds {seeds}{extra}; paper {paper}.")
+    text = (f"{title}: {words} here: mean {mean:+.1f} {unit} "
+            f"({'within' if within else 'beyond'} +/-{tolerance:g}), seeds {seeds}{extra}; paper {paper}.")
     return {"claim": title, "holds": ok, "mean": mean, "per_seed": diffs, "text": text}
 
 

@@ -58,15 +58,21 @@ def _buckets(runs, a, b) -> str:
     return "; per bucket: " + ", ".join(parts)
 
 
-def _beats(runs, title, a, b, paper) -> dict:
-    return verdict(title, paper, difference(runs, a, b, "mAP"), "mAP", _buckets(runs, a, b))
-
-
-def claim_verdicts(runs: Dict[str, List[dict]]) -> List[dict]:
-    """The verdicts of the claims whose runs are present (see the module docstring)."""
+def claim_verdicts(runs: Dict[str, List[dict]], unsettled: Dict[str, List[str]] = None) -> List[dict]:
+    """The verdicts of the claims whose runs are present (see the module docstring). ``unsettled``:
+    per trained model, its runs (e.g. ``"seed 2"``) still gaining when their budget ended; a claim
+    comparing such a run is UNDECIDED (:func:`~.claims.verdict`)."""
     seeds = max(len(rs) for rs in runs.values()) if runs else 0
     runs, out = per_seed(runs, seeds), []
     have = set(runs)
+    unsettled = unsettled or {}
+
+    def still_gaining(a, b):  # a PPA or filtered row evaluates its model's runs: keyed by that model (its b)
+        return [f"{m} {run}" for m in (a, b) for run in unsettled.get(m, ())]
+
+    def _beats(runs, title, a, b, paper):
+        return verdict(title, paper, difference(runs, a, b, "mAP"), "mAP", _buckets(runs, a, b), still_gaining(a, b))
+
     if {"cite_cca", "cite"} <= have:
         out.append(_beats(runs, "003: CCA initialization beats random initialization, CITE", "cite_cca", "cite",
                           "+6.7 (12.7 vs 6.0; zero-shot +5.0, few-shot +6.8, common +8.3)"))
@@ -80,7 +86,7 @@ def claim_verdicts(runs: Dict[str, List[dict]]) -> List[dict]:
     if {"qa_rcnn_npa", "qa_rcnn_staged"} <= have:
         out.append(negligible("003: NPA barely changes QA R-CNN", "+0.2 (5.9 vs 5.7)",
                               difference(runs, "qa_rcnn_npa", "qa_rcnn_staged", "mAP"), "mAP", NEGLIGIBLE,
-                              _buckets(runs, "qa_rcnn_npa", "qa_rcnn_staged")))
+                              _buckets(runs, "qa_rcnn_npa", "qa_rcnn_staged"), still_gaining("qa_rcnn_npa", "qa_rcnn_staged")))
     if {"cite_cca_ppa", "cite_cca"} <= have:
         out.append(_beats(runs, "003: PPA-augmented positives raise CITE's mAP", "cite_cca_ppa", "cite_cca",
                           "+1.0 (Table V(a) 13.7 vs Table IV 12.7)"))

@@ -10,11 +10,12 @@ Two representations (docs/RETRIEVAL.md, docs/POINTING.md):
   scenes that separates "the loss fails" from "the CNN cannot see it".
 """
 import os
+from typing import Sequence
 
 from ..model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
-           "selection_opts", "selected_weights", "draw_curves", "dataset_flags", "representation_records",
+           "selection_opts", "selected_weights", "draw_curves", "gaining_runs", "dataset_flags", "representation_records",
            "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of"]
 
 REPRESENTATIONS = ("cnn", "oracle")
@@ -146,19 +147,39 @@ def selected_weights(run_dir: str) -> str:
     return final
 
 
+def _run_curve(run, key: str):
+    """One run's validation curve of ``key``: a ``metrics.json``, or its phases' files joined
+    (missing files skipped)."""
+    from phrasedet.utils.learning_curves import join_phases, read_curve
+
+    phases = [run] if isinstance(run, str) else list(run)
+    return join_phases([read_curve(f, key) for f in phases if os.path.isfile(f)])
+
+
+def gaining_runs(files: dict, labels: Sequence[str], key: str, tolerance: float) -> dict:
+    """{model: [label of each run still gaining when its budget ended]} (models with none left
+    out), for ``files`` as :func:`draw_curves` takes them and ``labels`` naming the runs of each
+    model in order (e.g. ``["seed 0", "seed 1"]``); a run without a curve is not judged
+    (:func:`~phrasedet.utils.learning_curves.still_gaining`)."""
+    from phrasedet.utils.learning_curves import still_gaining
+
+    out = {}
+    for model, runs in files.items():
+        gaining = [label for label, run in zip(labels, runs) if still_gaining(_run_curve(run, key), tolerance)]
+        if gaining:
+            out[model] = gaining
+    return out
+
+
 def draw_curves(files: dict, path: str, title: str, key: str = "retrieval/rsum", tolerance: float = PLATEAU_TOLERANCE,
                 ylabel: str = "validation rsum") -> str:
     """Read each run's validation curve of ``key`` ({model: [run, ...]}, a run being a
     ``metrics.json`` or the list of its phases' files, joined by
     :func:`~phrasedet.utils.learning_curves.join_phases`; missing files skipped), draw them into
     ``path`` and return the table of where each flattened (within ``tolerance``)."""
-    from phrasedet.utils.learning_curves import format_plateaus, join_phases, plot_curves, read_curve
+    from phrasedet.utils.learning_curves import format_plateaus, plot_curves
 
-    def run_curve(run):
-        phases = [run] if isinstance(run, str) else list(run)
-        return join_phases([read_curve(f, key) for f in phases if os.path.isfile(f)])
-
-    curves = {model: [c for c in (run_curve(r) for r in runs) if c] for model, runs in files.items()}
+    curves = {model: [c for c in (_run_curve(r, key) for r in runs) if c] for model, runs in files.items()}
     curves = {m: c for m, c in curves.items() if c}
     if not curves:
         return "(no validation curves: no run trained with model selection)"
