@@ -15,8 +15,8 @@ from typing import Sequence
 from ..model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
-           "selection_opts", "selected_weights", "draw_curves", "gaining_runs", "dataset_flags", "representation_records",
-           "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of"]
+           "selection_opts", "selected_weights", "draw_curves", "gaining_runs", "dataset_flags",
+           "representation_records", "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of"]
 
 REPRESENTATIONS = ("cnn", "oracle")
 #: A curve has flattened where it never again gains more than this (rsum points) over its best so far.

@@ -177,16 +177,16 @@ def pair_images(cfg) -> list:
     cap = cfg.PHRASEDET.CCA.MAX_IMAGES
     if cap < 0:
         raise ValueError(f"PHRASEDET.CCA.MAX_IMAGES must be 0 (every training image) or positive, got {cap}")
-    out, total = [], 0
+    out, taken, total = [], 0, 0
     for name in cfg.DATASETS.TRAIN:
         dicts = DatasetCatalog.get(name)
         total += len(dicts)
-        left = cap - sum(len(d) for d in out) if cap else len(dicts)
-        if left > 0:
-            out.append(dicts[:left])
+        part = dicts[: cap - taken] if cap else dicts
+        if part:
+            out.append(part)
+            taken += len(part)
     if cap:
-        logger.info("CCA pairs from the first %d of the %d training images (PHRASEDET.CCA.MAX_IMAGES)",
-                    sum(len(d) for d in out), total)
+        logger.info("CCA pairs from the first %d of the %d training images (PHRASEDET.CCA.MAX_IMAGES)", taken, total)
     return out
 
 
