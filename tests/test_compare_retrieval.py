@@ -10,7 +10,7 @@ from .data import independent_specificity
 from .tool_runs import run_tool
 
 TINY = ["SOLVER.IMS_PER_BATCH", "8", "DATALOADER.NUM_WORKERS", "0", "PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1",
-        "INPUT.RETRIEVAL.CROP", "64"]
+        "INPUT.RETRIEVAL.CROP", "64", "MODEL.RETRIEVAL.EMBED_DIM", "64"]
 BUDGET = ["--budget", "4", "--val-period", "2", "--backbone-weights", "none"]
 
 
