@@ -20,6 +20,11 @@ detections.
 WordNet): the results dict adds ``phrase_detection_ppa`` (and ``phrase_detection_ppa_unfiltered``
 with a filter) and the test occurrences per bucket without and with PPA are printed;
 ``phrase_detection`` and ``phrase_aps.json`` stay the plain ones.
+
+``--presence-oracle`` also evaluates the detections of the phrases present in their image only
+(phrasedet/evaluation/phrase_detection/presence_oracle.py, a diagnostic: the mAP without the
+false positives on absent phrases): its table is printed too, and the results dict adds
+``phrase_detection_presence_oracle``.
 """
 import argparse
 import json
@@ -53,6 +58,8 @@ def parse_args(argv=None):
                              "(after normalization)")
     parser.add_argument("--ppa", action="store_true",
                         help="also evaluate on the PPA-augmented ground truth (WordNet synonyms/hypernyms; paper 003 Table V)")
+    parser.add_argument("--presence-oracle", action="store_true",
+                        help="also evaluate with the detections of absent phrases removed (a diagnostic upper bound)")
     return parser.parse_args(argv)
 
 
@@ -63,7 +70,7 @@ def main(argv=None) -> dict:
         results, result, vocabulary = evaluate_predictions_file(
             args.predictions, args.dataset, mode=args.mode, iou_thresh=args.iou_thresh,
             train_dataset=args.train_dataset, return_result=True, phrase_filter=args.phrase_filter,
-            max_ignored_fraction=args.max_ignored_fraction, ppa=args.ppa)
+            max_ignored_fraction=args.max_ignored_fraction, ppa=args.ppa, presence_oracle=args.presence_oracle)
     except (ValueError, FileNotFoundError, WordNetUnavailable) as e:
         sys.exit(f"error: {e}")
     header = f"Phrase detection on {args.dataset} (mode={args.mode}, IoU>={args.iou_thresh})"
@@ -74,6 +81,9 @@ def main(argv=None) -> dict:
     else:
         print(f"{header}, in %:")
         print(format_results_table(results["phrase_detection"]))
+    if args.presence_oracle:
+        print(f"\n{header}, detections of the phrases present in their image only (presence oracle), in %:")
+        print(format_results_table(results["phrase_detection_presence_oracle"]))
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
         with open(os.path.join(args.output_dir, RESULTS_FILE), "w", encoding="utf-8") as f:

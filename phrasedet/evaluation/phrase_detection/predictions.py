@@ -38,7 +38,8 @@ from .detections import PhraseDetections
 from .ground_truth import PhraseGroundTruth
 from .phrase_detection_ap import evaluate_phrase_detection
 from .phrase_filter import PhraseFilter, evaluate_with_filter
-from .ppa_ground_truth import augment_ground_truth, build_test_augmenter, evaluate_with_ppa
+from .ppa_ground_truth import augment_ground_truth, build_test_augmenter, evaluate_with_ppa, restrict_detections
+from .presence_oracle import presence_oracle_detections
 
 __all__ = ["PredictionWriter", "format_prediction_lines", "iter_prediction_records", "load_predictions",
            "evaluate_predictions_file"]
@@ -244,7 +245,7 @@ def load_predictions(path: str, gt: PhraseGroundTruth, max_ignored_fraction: flo
 def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "reference", iou_thresh: float = 0.5,
                               train_dataset: Optional[str] = None, return_result: bool = False,
                               bucket_thresholds=(0, 100), phrase_filter=None, max_ignored_fraction: float = MAX_IGNORED_FRACTION,
-                              ppa: bool = False, ppa_lexicon=None):
+                              ppa: bool = False, ppa_lexicon=None, presence_oracle: bool = False):
     """Evaluate a predictions file on a registered test split, with the in-loop evaluator's core.
 
     Returns ``{"phrase_detection": metrics}`` (the evaluator's format); with ``return_result``
@@ -259,6 +260,10 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
     ``"phrase_detection_ppa_unfiltered"`` with a filter), as the evaluator with ``ppa=True``
     (:mod:`.ppa_ground_truth`); ``ppa_lexicon`` replaces WordNet. The returned result stays the
     plain ``"phrase_detection"`` one.
+
+    ``presence_oracle`` adds ``"phrase_detection_presence_oracle"``: the plain ground truth's
+    metrics of the detections of phrases present in their image only (:mod:`.presence_oracle`),
+    unfiltered.
     """
     train_name = train_dataset_of(dataset_name, train_dataset)
     _, gt = load_test_split(dataset_name)
@@ -269,6 +274,11 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
     ppa_gt = augment_ground_truth(gt, build_test_augmenter(dataset_name, gt, ppa_lexicon))[0] if ppa else None
     dets = load_predictions(path, gt if ppa_gt is None else ppa_gt, max_ignored_fraction)
     vocabulary = training_vocabulary([train_name], bucket_thresholds)
+    oracle = None
+    if presence_oracle:  # before a filter changes the scores
+        plain = dets if ppa_gt is None else restrict_detections(dets, gt)
+        oracle = evaluate_phrase_detection(gt, presence_oracle_detections(plain), mode=mode,
+                                           iou_thresh=iou_thresh).summarize(vocabulary)
     if ppa_gt is not None:
         results, per_key = evaluate_with_ppa(gt, ppa_gt, dets, vocabulary, mode=mode, iou_thresh=iou_thresh,
                                              phrase_filter=phrase_filter)
@@ -278,4 +288,6 @@ def evaluate_predictions_file(path: str, dataset_name: str, mode: str = "referen
         results = {"phrase_detection": result.summarize(vocabulary)}
     else:
         results, result, _ = evaluate_with_filter(gt, dets, phrase_filter, vocabulary, mode=mode, iou_thresh=iou_thresh)
+    if oracle is not None:
+        results["phrase_detection_presence_oracle"] = oracle
     return (results, result, vocabulary) if return_result else results
