@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+from .evaluation.test_predictions_file import DATASET, builtin_run  # noqa: F401  (its module fixture)
 from .tool_runs import tool_path
 
 _spec = importlib.util.spec_from_file_location("compare_recipes", tool_path("compare_recipes.py"))
@@ -167,3 +168,38 @@ def test_make_demo_prints_the_recorded_comparison_of_the_project_without_trainin
             record = json.loads(open(os.path.join(root, "results", "phrase_detection_compare", d, f"seed{seed}", "cite_cca",
                                                   "results.json")).read())
             assert metrics == record["results"]["phrase_detection"]
+
+
+def test_the_presence_oracle_is_computed_once_from_the_tested_predictions_and_kept_in_the_record(builtin_run, tmp_path):  # noqa: F811
+    """presence_oracle(run): from the run's test predictions file, checked against its results.json,
+    written into the run and its record (record.json untouched); later read back, also from the
+    record alone."""
+    import shutil
+
+    from phrasedet.engine.comparison.run_records import RunRecords
+    from phrasedet.evaluation import evaluate_predictions_file
+
+    source = str(builtin_run[0] / "reference" / "phrase_predictions.jsonl")
+    expected = evaluate_predictions_file(source, DATASET, presence_oracle=True)
+    records = RunRecords(tmp_path / "out", tmp_path / "records", "rep", str(tmp_path))
+    run = tmp_path / "out" / "seed0" / "cite"
+    test_dir = run / "stage3b_classifier" / "inference" / DATASET
+    test_dir.mkdir(parents=True)
+    shutil.copy(source, test_dir / "phrase_predictions.jsonl")
+    (run / "results.json").write_text(json.dumps({"results": {"phrase_detection": {**METRICS, "mAP": 1.0}}}))
+    with pytest.raises(SystemExit, match=f"{test_dir / 'phrase_predictions.jsonl'}: mAP .* not the tested model's predictions"):
+        compare.presence_oracle(str(run), records)
+    (run / "results.json").write_text(json.dumps({"results": expected}))
+    record = tmp_path / "records" / "seed0" / "cite"
+    record.mkdir(parents=True)
+    (record / "record.json").write_text('{"commit": "abc"}')
+    got = compare.presence_oracle(str(run), records)
+    assert got == expected["phrase_detection_presence_oracle"] and got["mAP"] > expected["phrase_detection"]["mAP"]
+    assert json.loads((record / "presence_oracle.json").read_text()) == json.loads((run / "presence_oracle.json").read_text())
+    assert (record / "record.json").read_text() == '{"commit": "abc"}'
+    os.remove(test_dir / "phrase_predictions.jsonl")  # read back, not computed again
+    assert compare.presence_oracle(str(run), records) == got
+    os.remove(run / "presence_oracle.json")  # a run restored before its record had the file
+    assert compare.presence_oracle(str(run), records) == got
+    os.remove(record / "presence_oracle.json")
+    assert compare.presence_oracle(str(run), records) is None  # nothing left to compute it from

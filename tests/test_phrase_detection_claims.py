@@ -3,7 +3,8 @@ and tables from hand-made runs whose differences are known."""
 import pytest
 
 from phrasedet.engine.comparison.claims import negligible
-from phrasedet.engine.comparison.phrase_detection_claims import NEGLIGIBLE, claim_verdicts, format_table, per_seed
+from phrasedet.engine.comparison.phrase_detection_claims import (NEGLIGIBLE, claim_verdicts, format_table,
+                                                                 format_under_oracle, per_seed)
 
 
 def _m(zero, few, common, loc=70.0):
@@ -75,3 +76,16 @@ def test_single_runs_stand_for_every_seed_and_the_table_gives_mean_sd_and_the_pa
     assert lines[0] == "| model | runs | zero-shot | few-shot | common | mAP | loc. acc. | paper mAP | minutes per run |"
     assert lines[2] == "| cite_cca | 3 | 8.0 ± 1.0 | 14.0 ± 1.0 | 25.0 ± 1.0 | 15.7 ± 0.3 | 70.0 ± 0.0 | 12.7 | 2.2 |"
     assert lines[3] == "| x | 1 | 1.0 | 2.0 | 3.0 | 2.0 | 70.0 | - | - |"
+
+
+def test_under_the_presence_oracle_each_claim_s_difference_is_split_in_two():
+    # under the oracle cite_cca gains +3 on every bucket of every seed; cite and cca are unchanged
+    oracle = {**RUNS, "cite_cca": [_m(z + 3, f + 3, c + 3) for z, f, c in ((9, 15, 24), (7, 13, 26), (8, 14, 25))]}
+    lines = format_under_oracle(claim_verdicts(RUNS), claim_verdicts(oracle)).splitlines()
+    by = {line.split(": ", 2)[1]: line.split(": ", 2)[2] for line in lines}
+    # as tested: +2, +1/3, -4/3 (mean +0.3); under the oracle +5, +10/3, +5/3 (mean +3.3); the rest -3.0
+    assert by["CCA initialization beats random initialization, CITE"] == \
+        "+0.3 mAP as tested; +3.3 (+5.0, +3.3, +1.7) under the presence oracle; -3.0 from the detections of absent phrases"
+    assert by["Deep CCA stays below linear CCA"].endswith("+0.0 from the detections of absent phrases")
+    assert len(lines) == len(claim_verdicts(RUNS))
+    assert format_under_oracle(claim_verdicts(RUNS), []) == ""  # no oracle metrics: nothing to split

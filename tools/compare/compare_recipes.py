@@ -25,7 +25,9 @@ Runs, each one ``tools/train_net.py`` of a recipe config into ``<output-root>/de
   ``embedding_net``, ``embedding_net_cca``, ``cite``, ``cite_cca``, and ``cite_cca_init``
   (CCA-initialized CITE tested at iteration 0: what CCA initialization starts from).
 
-Every run is also evaluated with PPA-augmented positives (Table V); ``cite_cca``'s models are
+Every run is also evaluated with PPA-augmented positives (Table V) and, from its test predictions
+file, with the phrase-presence oracle (a diagnostic: the mAP without the detections of phrases
+absent from their image, docs/EVALUATION.md; ``presence_oracle.json`` in the run and its record); ``cite_cca``'s models are
 evaluated again with phrase filtering (Table VI, ``seed<s>/cite_cca_filtered``) by the retrieval
 model of ``--filter-weights`` (default: paper 000's embedding network trained by
 ``tools/compare/compare_retrieval.py --models two_branch --seeds 0`` on the built-in CNN into
@@ -47,7 +49,8 @@ sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison.protocol import (add_word_vectors_argument, draw_curves, gaining_runs, run_opts,  # noqa: E402
                                                   word_vectors_digest)
-from phrasedet.engine.comparison.phrase_detection_claims import BUCKETS, claim_verdicts, format_claims, format_table  # noqa: E402
+from phrasedet.engine.comparison.phrase_detection_claims import (BUCKETS, claim_verdicts, format_claims, format_table,  # noqa: E402
+                                                             format_under_oracle)
 from phrasedet.engine.comparison.runs import finished, run_tool, train_run  # noqa: E402
 
 #: model -> (config, extra KEY VALUE pairs, trained per stage-3 seed)
@@ -68,6 +71,7 @@ MODELS = {
 EVERY_RUN = ["PHRASEDET.RECIPE.COMPARE_RANDOM_INIT", False, "TEST.PHRASE_DETECTION.PPA", True]
 STAGE3 = ("stage3_classifier", "stage3b_classifier")
 KEPT_CNN = os.path.join(ROOT, "results", "builtin_cnn", "backbone.pth")  # the CNN the retrieval records were made on
+PRESENCE_FILE = "presence_oracle.json"
 LOC_TOLERANCE = 1.0  # a validation curve has flattened where it never again gains more than this (points of loc. acc.)
 
 
@@ -77,6 +81,46 @@ def _config(name):
 
 def _metrics(results):
     return results["phrase_detection"]
+
+
+def _test_predictions(run):
+    """(predictions file, test split) of a finished run's test evaluation (its last stage-3 phase
+    that wrote one), or None."""
+    import glob
+
+    for stage in reversed(STAGE3):
+        found = sorted(glob.glob(os.path.join(run, stage, "inference", "*", "phrase_predictions.jsonl")))
+        if found:
+            return found[-1], os.path.basename(os.path.dirname(found[-1]))
+    return None
+
+
+def presence_oracle(run, records=None):
+    """The test metrics of a finished run with the phrase-presence oracle, or None when neither the
+    run, its record nor its predictions file gives them. Computed once from the
+    predictions file, checked against the run's own test mAP, and written to ``presence_oracle.json``
+    in the run and in its record (``record.json`` is left as it is: the run was made by that code)."""
+    from phrasedet.evaluation import evaluate_predictions_file
+
+    path = os.path.join(run, PRESENCE_FILE)
+    recorded = os.path.join(records.path(run), PRESENCE_FILE) if records is not None else ""
+    if not os.path.isfile(path) and os.path.isfile(recorded):  # a run restored before its record had one
+        path = recorded
+    if not os.path.isfile(path):
+        found = _test_predictions(run)
+        if found is None:
+            return None
+        results = evaluate_predictions_file(found[0], found[1], presence_oracle=True)
+        with open(os.path.join(run, "results.json")) as f:
+            tested = _metrics(json.load(f)["results"])["mAP"]
+        if abs(results["phrase_detection"]["mAP"] - tested) > 1e-9:
+            raise SystemExit(f"{found[0]}: mAP {results['phrase_detection']['mAP']} from the file, {tested} in "
+                             f"{os.path.join(run, 'results.json')}: not the tested model's predictions")
+        for folder in [run] + ([records.path(run)] if records is not None and records.read(run) is not None else []):
+            with open(os.path.join(folder, PRESENCE_FILE), "w") as f:
+                json.dump({"predictions": os.path.relpath(found[0], run), **results}, f, indent=1)
+    with open(path) as f:
+        return json.load(f)["phrase_detection_presence_oracle"]
 
 
 def _final_model(run):
@@ -142,7 +186,7 @@ class DetectorComparison:
         if self.args.records_only:
             self.keep_recorded()
         on_detector = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", weights]
-        runs, ppa, minutes = {}, {}, {}
+        runs, ppa, minutes, self.presence = {}, {}, {}, {}
         for model in self.models:
             per_seed = MODELS[model][2]
             for seed in (self.seeds if per_seed else [None]):
@@ -151,6 +195,7 @@ class DetectorComparison:
                 runs.setdefault(model, []).append(_metrics(results))
                 ppa.setdefault(model, []).append(results["phrase_detection_ppa"])
                 minutes.setdefault(model, []).append(spent)
+                self.presence.setdefault(model, []).append(presence_oracle(self.out(model, seed), self.records))
         if "cite_cca" in ppa:
             runs["cite_cca_ppa"] = ppa["cite_cca"]
         if "cite_cca" in self.models and self.args.filter is not None and self.filtered_recorded():
@@ -284,6 +329,13 @@ def main(argv=None):
         print(format_table({f"{m}_ppa": rs for m, rs in ppa.items()}))
         print()
         print(format_claims(verdicts))
+        print("\nWith the phrase-presence oracle (a diagnostic, not a model: the detections of phrases absent from their "
+              "image removed; docs/EVALUATION.md):\n")
+        oracle = {f"{m}_presence_oracle": rs for m, rs in comparison.presence.items() if None not in rs}  # (names: no paper row)
+        missing = [m for m, rs in comparison.presence.items() if None in rs]
+        print(format_table(oracle) + (f"\n(no test predictions kept: {', '.join(missing)})" if missing else ""))
+        print()
+        print(format_under_oracle(verdicts, claim_verdicts({m: rs for m, rs in comparison.presence.items() if None not in rs})))
         print()
         print(schedule_table(comparison, comparison.models, comparison.seeds))
         title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
@@ -293,7 +345,8 @@ def main(argv=None):
             draw_curves(files, os.path.join(comparison.base, f"curves_{key.split('_', 1)[1]}.png"),
                         f"{title}, {bucket} phrases", f"phrase_detection/loc_acc_{key.split('_', 1)[1]}", LOC_TOLERANCE,
                         f"validation loc. acc., {bucket} (%)")
-        summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "minutes": minutes, "verdicts": verdicts, "seeds": comparison.seeds}
+        summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "presence_oracle": oracle, "minutes": minutes,
+                                           "verdicts": verdicts, "seeds": comparison.seeds}
     print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
     os.makedirs(args.output_root, exist_ok=True)
     with open(os.path.join(args.output_root, f"comparison_{args.study}.json" if args.study else "comparison.json"), "w") as f:

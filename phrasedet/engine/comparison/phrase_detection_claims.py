@@ -27,7 +27,8 @@ from typing import Dict, List
 
 from .claims import cell, difference, negligible, verdict
 
-__all__ = ["BUCKETS", "COLUMNS", "NEGLIGIBLE", "PAPER", "claim_verdicts", "format_claims", "format_table", "per_seed"]
+__all__ = ["BUCKETS", "COLUMNS", "NEGLIGIBLE", "PAPER", "claim_verdicts", "format_claims", "format_table", "format_under_oracle",
+           "per_seed"]
 
 #: (metric key, header) of the tables.
 COLUMNS = (("mAP_zero_shot", "zero-shot"), ("mAP_few_shot", "few-shot"), ("mAP_common", "common"), ("mAP", "mAP"),
@@ -98,6 +99,22 @@ def claim_verdicts(runs: Dict[str, List[dict]], unsettled: Dict[str, List[str]] 
 
 def format_claims(verdicts: List[dict]) -> str:
     return "\n".join(v["text"] for v in verdicts)
+
+
+def format_under_oracle(plain: List[dict], oracle: List[dict]) -> str:
+    """Each claim's mAP difference as tested (``plain``: :func:`claim_verdicts` of the runs) beside
+    the same difference under the phrase-presence oracle (``oracle``: :func:`claim_verdicts` of the
+    runs' oracle metrics), and what is left, the part due to detections of absent phrases. A
+    diagnostic of where a difference comes from, not a verdict."""
+    under = {v["claim"]: v for v in oracle}
+    lines = []
+    for v in plain:
+        o = under.get(v["claim"])
+        if o is not None:
+            seeds = ", ".join(f"{d:+.1f}" for d in o["per_seed"])
+            lines.append(f"{v['claim']}: {v['mean']:+.1f} mAP as tested; {o['mean']:+.1f} ({seeds}) under the presence "
+                         f"oracle; {v['mean'] - o['mean']:+.1f} from the detections of absent phrases")
+    return "\n".join(lines)
 
 
 def format_table(runs: Dict[str, List[dict]], minutes: Dict[str, float] = None) -> str:

@@ -20,7 +20,6 @@ evaluation a view sharing the score matrix.
 import logging
 from typing import Optional, Tuple
 
-import numpy as np
 from tabulate import tabulate
 
 from phrasedet.data.ppa import PositivePhraseAugmenter, WordNetLexicon, ppa_style_of
