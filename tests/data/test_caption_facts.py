@@ -523,6 +523,7 @@ def test_the_measure_agrees_with_an_independent_count_on_the_default_dataset(bui
     """The figures dataset_stats prints, against tests/data/independent_specificity.py (its own
     parser, predicates and binomials) on the dataset every command uses."""
     measures = dataset_specificity(builtin_root)
+    assert dataset_specificity(builtin_root, brute_force=False) == measures  # the index alone, as compare_retrieval uses it
     for split in ("train", "val", "test"):
         assert _table_row(measures[split]) == pytest.approx(independent_specificity.count_split(builtin_root, split),
                                                             rel=1e-12, abs=1e-12), split

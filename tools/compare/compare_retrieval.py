@@ -271,7 +271,7 @@ def caption_specificity(opts):
     cfg = config_of(_config("vsepp"), opts)
     if tuple(cfg.DATASETS.TRAIN) != ("builtin_flickr30k_captions_train",):
         return None
-    out = dataset_specificity(builtin_dataset_root(), cfg.SOLVER.IMS_PER_BATCH, splits=["train"])["train"]
+    out = dataset_specificity(builtin_dataset_root(), cfg.SOLVER.IMS_PER_BATCH, splits=["train"], brute_force=False)["train"]
     print(f"\nCaption specificity (built-in training split, batches of {cfg.SOLVER.IMS_PER_BATCH} images): a caption "
           f"is true of {out['mean_in_batch']:.3f} other images of its batch on average; "
           f"{100 * out['share_in_batch']:.1f} % of captions are true of at least one.")
