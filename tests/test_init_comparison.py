@@ -177,7 +177,10 @@ def test_a_preview_says_it_decides_nothing_and_names_the_command_that_does():
     p = as_preview(c, 4500)
     assert p["preview"] and "preview" not in c and p["cca_minus_random"] == c["cca_minus_random"]
     assert p["verdict"].startswith("PREVIEW ONLY, NOT A VERDICT: stage 3 stopped after 4500 iterations")
-    assert f"This run alone: {c['verdict']} The converged comparison" in p["verdict"]
+    description = c["verdict"].split(" Paper 003's central finding")[0]  # the differences, not the finding's verdict
+    assert description.startswith("CCA initialization ") and description.endswith(" mAP.")
+    assert f"This run alone: {description} The converged comparison" in p["verdict"]
+    assert "REPRODUCED" in c["verdict"] and "REPRODUCED" not in p["verdict"]
     assert p["verdict"].endswith(CONVERGED_COMMAND) and "--records-only" in CONVERGED_COMMAND
     assert format_comparison(p).endswith(p["verdict"])
     # the command exists with those options

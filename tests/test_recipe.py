@@ -88,6 +88,7 @@ def test_recipe_runs_every_stage_resumes_where_it_stopped_and_evaluates_again(tm
     previewed = json.loads((seq / "results.json").read_text())["comparison"]
     assert previewed["preview"] and previewed["verdict"].startswith("PREVIEW ONLY, NOT A VERDICT: stage 3 stopped after 4 iterations")
     assert "This run alone: CCA initialization" in previewed["verdict"] and "PREVIEW ONLY" in log
+    assert "REPRODUCED" not in previewed["verdict"]  # a preview only describes its differences
     alone = torch.load(seq / "stage3_classifier_random_init" / "model_final.pth", weights_only=True)["model"]
     assert alone.keys() == baseline.keys()
     assert all(torch.allclose(alone[k].double(), v.double(), rtol=1e-3, atol=1e-3) for k, v in baseline.items())

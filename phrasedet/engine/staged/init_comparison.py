@@ -25,8 +25,8 @@ def _signed(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:+.2f}"
 
 
-def _verdict(diff: dict) -> str:
-    """One sentence from the differences (CCA init minus random init) per metric."""
+def _description(diff: dict) -> str:
+    """What the differences (CCA init minus random init) per metric are, bucket by bucket."""
     won = [title for key, title in BUCKETS if diff[key] > 0]
     lost = [title for key, title in BUCKETS if not diff[key] > 0]  # NaN (an empty bucket) is not a win
 
@@ -38,6 +38,11 @@ def _verdict(diff: dict) -> str:
         parts.append(f"beat random initialization on {listing(won)} phrases")
     if lost:
         parts.append(f"{'did not beat it' if won else 'did not beat random initialization'} on {listing(lost)}")
+    return f"CCA initialization {', '.join(parts)}; overall {_signed(diff['mAP'])} mAP."
+
+
+def _verdict(diff: dict) -> str:
+    """The description and, from it, whether paper 003's central finding is reproduced."""
     rare_won = diff["mAP_zero_shot"] > 0 and diff["mAP_few_shot"] > 0
     if rare_won and diff["mAP"] > 0:
         outcome = "REPRODUCED (better overall and on zero- and few-shot phrases)"
@@ -45,8 +50,8 @@ def _verdict(diff: dict) -> str:
         outcome = "PARTLY REPRODUCED (better on zero- and few-shot phrases, not overall)"
     else:
         outcome = "NOT REPRODUCED (not better on both zero- and few-shot phrases)"
-    return (f"CCA initialization {', '.join(parts)}; overall {_signed(diff['mAP'])} mAP. Paper 003's central finding, "
-            f"CCA initialization beating random initialization most of all on zero- and few-shot phrases, is {outcome}.")
+    return (f"{_description(diff)} Paper 003's central finding, CCA initialization beating random initialization most "
+            f"of all on zero- and few-shot phrases, is {outcome}.")
 
 
 def compare_initializations(cca: dict, random: dict, classifier: str = "") -> dict:
@@ -79,11 +84,12 @@ CONVERGED_COMMAND = ("python tools/compare/compare_recipes.py --records-only --r
 
 def as_preview(comparison: dict, iterations: int) -> dict:
     """The comparison of a preview run (``PHRASEDET.RECIPE.PREVIEW``): ``"preview": True``, and a
-    verdict that says the run decides nothing and names the command whose converged runs do."""
+    verdict that says the run decides nothing (its differences, without calling the finding reproduced or
+    not) and names the command whose converged runs do."""
     return {**comparison, "preview": True, "verdict": (
         f"PREVIEW ONLY, NOT A VERDICT: stage 3 stopped after {iterations} iterations, before the randomly initialized "
         f"classifier's validation curve flattens (the converged protocol: configs/cite_cca.yaml), so this run decides "
-        f"nothing about paper 003's finding. This run alone: {comparison['verdict']} The converged comparison (3 "
+        f"nothing about paper 003's finding. This run alone: {_description(comparison['cca_minus_random'])} The converged comparison (3 "
         f"stage-3 seeds on each of 2 detectors, recorded in results/phrase_detection_compare) decides it: "
         f"{CONVERGED_COMMAND}")}
 
