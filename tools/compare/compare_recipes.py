@@ -331,11 +331,12 @@ def main(argv=None):
         print(format_claims(verdicts))
         print("\nWith the phrase-presence oracle (a diagnostic, not a model: the detections of phrases absent from their "
               "image removed; docs/EVALUATION.md):\n")
-        oracle = {f"{m}_presence_oracle": rs for m, rs in comparison.presence.items() if None not in rs}  # (names: no paper row)
-        missing = [m for m, rs in comparison.presence.items() if None in rs]
+        complete = {m: rs for m, rs in comparison.presence.items() if None not in rs}
+        oracle = {f"{m}_presence_oracle": rs for m, rs in complete.items()}  # (names: no paper row)
+        missing = [m for m in comparison.presence if m not in complete]
         print(format_table(oracle) + (f"\n(no test predictions kept: {', '.join(missing)})" if missing else ""))
         print()
-        print(format_under_oracle(verdicts, claim_verdicts({m: rs for m, rs in comparison.presence.items() if None not in rs})))
+        print(format_under_oracle(verdicts, claim_verdicts(complete)))
         print()
         print(schedule_table(comparison, comparison.models, comparison.seeds))
         title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
