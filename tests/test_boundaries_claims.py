@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from phrasedet.engine.comparison import pointing_claims, retrieval_claims
-from phrasedet.engine.comparison.claims import cell, difference, holds, mean_sd, verdict
+from phrasedet.engine.comparison.claims import cell, difference, holds, mean_sd, signed, verdict
 
 # (per-seed differences, holds): every difference and mean is exact in float64
 CASES = [
@@ -132,6 +132,13 @@ def test_verdict_record_and_sentence():
                  "text": "claim X: HOLDS here: mean +0.5 pts, 2/3 seeds (+2.0, -1.0, +0.5); more; paper +1.0 (Table 9)."}
     assert verdict("claim Y", "+4", [-2.0], "pts")["text"] == \
         "claim Y: DOES NOT HOLD here: mean -2.0 pts, 0/1 seeds (-2.0); paper +4."
+
+
+def test_a_gain_too_small_for_one_decimal_is_printed_with_two():
+    # phrase filtering's +0.02 counts as a gain under the rule: printing it "+0.0" hid that
+    assert [signed(d) for d in (0.02, -0.04, 0.05, -0.06, 0.0, 2.0)] == ["+0.02", "-0.04", "+0.1", "-0.1", "+0.0", "+2.0"]
+    assert verdict("claim Z", "+1.3", [0.02, 0.01, 0.03], "mAP")["text"] == \
+        "claim Z: HOLDS here: mean +0.02 mAP, 3/3 seeds (+0.02, +0.01, +0.03); paper +1.3."
 
 
 @pytest.mark.parametrize("values, mean, sd, text", [

@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-__all__ = ["mean_sd", "difference", "holds", "verdict", "negligible", "cell"]
+__all__ = ["mean_sd", "difference", "holds", "verdict", "negligible", "cell", "signed"]
 
 
 def mean_sd(values: Sequence[float]) -> tuple:
@@ -26,6 +26,13 @@ def difference(runs: Dict[str, List[dict]], a: str, b: str, key: str) -> List[fl
     if len(runs[a]) != len(runs[b]):
         raise ValueError(f"{a} has {len(runs[a])} runs and {b} {len(runs[b])}: compare the same seeds")
     return [x[key] - y[key] for x, y in zip(runs[a], runs[b])]
+
+
+def signed(value: float) -> str:
+    """A difference with its sign and one decimal, or two where one would print a non-zero difference
+    as "+0.0" or "-0.0" (the rule counts +0.02 as a gain: the text must show it is one)."""
+    text = f"{value:+.1f}"
+    return f"{value:+.2f}" if value != 0 and float(text) == 0 else text
 
 
 def holds(diffs: List[float]) -> bool:
@@ -50,8 +57,8 @@ def verdict(title: str, paper: str, diffs: List[float], unit: str, extra: str = 
     says UNDECIDED, and what the rule alone gives."""
     ok, words = _outcome(holds(diffs), unsettled)
     won = sum(d > 0 for d in diffs)
-    seeds = ", ".join(f"{d:+.1f}" for d in diffs)
-    text = (f"{title}: {words} here: mean {np.mean(diffs):+.1f} {unit}, "
+    seeds = ", ".join(signed(d) for d in diffs)
+    text = (f"{title}: {words} here: mean {signed(np.mean(diffs))} {unit}, "
             f"{won}/{len(diffs)} seeds ({seeds}){extra}; paper {paper}.")
     return {"claim": title, "holds": ok, "mean": float(np.mean(diffs)), "per_seed": diffs, "text": text}
 
@@ -64,8 +71,8 @@ def negligible(title: str, paper: str, diffs: List[float], unit: str, tolerance:
     mean = float(np.mean(diffs))
     within = abs(mean) <= tolerance
     ok, words = _outcome(within, unsettled)
-    seeds = ", ".join(f"{d:+.1f}" for d in diffs)
-    text = (f"{title}: {words} here: mean {mean:+.1f} {unit} "
+    seeds = ", ".join(signed(d) for d in diffs)
+    text = (f"{title}: {words} here: mean {signed(mean)} {unit} "
             f"({'within' if within else 'beyond'} +/-{tolerance:g}), seeds {seeds}{extra}; paper {paper}.")
     return {"claim": title, "holds": ok, "mean": mean, "per_seed": diffs, "text": text}
 

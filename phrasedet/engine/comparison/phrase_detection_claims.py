@@ -25,7 +25,7 @@ seeds agree (:mod:`.claims`).
 """
 from typing import Dict, List
 
-from .claims import cell, difference, negligible, verdict
+from .claims import cell, difference, negligible, signed, verdict
 
 __all__ = ["BUCKETS", "COLUMNS", "NEGLIGIBLE", "PAPER", "claim_verdicts", "format_claims", "format_table", "format_under_oracle",
            "per_seed"]
@@ -111,9 +111,9 @@ def format_under_oracle(plain: List[dict], oracle: List[dict]) -> str:
     for v in plain:
         o = under.get(v["claim"])
         if o is not None:
-            seeds = ", ".join(f"{d:+.1f}" for d in o["per_seed"])
-            lines.append(f"{v['claim']}: {v['mean']:+.1f} mAP as tested; {o['mean']:+.1f} ({seeds}) under the presence "
-                         f"oracle; {v['mean'] - o['mean']:+.1f} from the detections of absent phrases")
+            seeds = ", ".join(signed(d) for d in o["per_seed"])
+            lines.append(f"{v['claim']}: {signed(v['mean'])} mAP as tested; {signed(o['mean'])} ({seeds}) under the presence "
+                         f"oracle; {signed(v['mean'] - o['mean'])} from the detections of absent phrases")
     return "\n".join(lines)
 
 
