@@ -488,6 +488,19 @@ def test_dataset_stats_prints_the_table_of_a_root(small_root, capsys):
     assert "every scene checked (brute force; the index agrees)" in out[1]
 
 
+def test_dataset_stats_bucket_table_gives_the_shares_beside_flickr30k():
+    table = _dataset_stats().bucket_table({"zero_shot": {"phrases": 1, "instances": 2},
+                                           "few_shot": {"phrases": 3, "instances": 3},
+                                           "common": {"phrases": 1, "instances": 5}}).splitlines()
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in table[2:]]
+    # 1/5, 3/5, 1/5 of the phrases; 2/10, 3/10, 5/10 of the instances; Flickr30K's test split:
+    # 1,783 / 2,764 / 472 of 5,019 phrases, 1,860 / 4,373 / 8,248 of 14,481 instances
+    assert cells[0] == ["zero_shot", "1", "20.0 %", "2", "20.0 %", "35.5 %", "12.8 %"]
+    assert cells[1] == ["few_shot", "3", "60.0 %", "3", "30.0 %", "55.1 %", "30.2 %"]
+    assert cells[2] == ["common", "1", "20.0 %", "5", "50.0 %", "9.4 %", "57.0 %"]
+    assert cells[3] == ["total", "5", "", "10", "2.0 per phrase", "5019", "2.9 per phrase"]
+
+
 def _table_row(m):
     return (m["mean_in_batch"], m["share_in_batch"], m["mean_in_split"], m["share_in_split"], m["max_in_split"],
             m["captions"])

@@ -265,13 +265,15 @@ def caption_specificity(opts):
     """Of how many other images in a training batch a training caption is true (a false negative
     for the losses), from the built-in scenes (phrasedet/data/synthetic/specificity.py); None when
     the training split is not the built-in one."""
-    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.datasets.builtin import builtin_dataset_root, builtin_language_of
     from phrasedet.data.synthetic.specificity import dataset_specificity
 
     cfg = config_of(_config("vsepp"), opts)
-    if tuple(cfg.DATASETS.TRAIN) != ("builtin_flickr30k_captions_train",):
+    language = builtin_language_of(cfg.DATASETS.TRAIN[0]) if len(cfg.DATASETS.TRAIN) == 1 else None
+    if language is None or not cfg.DATASETS.TRAIN[0].endswith("captions_train"):
         return None
-    out = dataset_specificity(builtin_dataset_root(), cfg.SOLVER.IMS_PER_BATCH, splits=["train"], brute_force=False)["train"]
+    out = dataset_specificity(builtin_dataset_root(language), cfg.SOLVER.IMS_PER_BATCH, splits=["train"],
+                              brute_force=False)["train"]
     print(f"\nCaption specificity (built-in training split, batches of {cfg.SOLVER.IMS_PER_BATCH} images): a caption "
           f"is true of {out['mean_in_batch']:.3f} other images of its batch on average; "
           f"{100 * out['share_in_batch']:.1f} % of captions are true of at least one.")

@@ -25,7 +25,7 @@ from tabulate import tabulate
 import phrasedet  # noqa: F401  (registers the datasets)
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data import PhraseDatasetMapper, training_vocabulary
-from phrasedet.data.datasets.builtin import builtin_dataset_root
+from phrasedet.data.datasets.builtin import builtin_dataset_root, builtin_language_of
 from phrasedet.data.statistics import bucket_statistics, split_statistics, unseen_word_statistics
 from phrasedet.data.synthetic.specificity import dataset_specificity, format_specificity
 from phrasedet.text.build import build_encoded_vocabulary, build_text_encoder
@@ -56,14 +56,32 @@ def print_buckets(cfg):
           f"(buckets by training count, thresholds {list(cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS)})")
     for name in cfg.DATASETS.TEST:
         b = bucket_statistics(DatasetCatalog.get(name), vocab)
-        rows = [[k, b[k]["phrases"], b[k]["instances"]] for k in BUCKETS]
-        rows.append(["total", sum(r[1] for r in rows), sum(r[2] for r in rows)])
-        print(f"\n{name}: test phrases per bucket")
-        print(tabulate(rows, headers=["bucket", "distinct phrases", "instances"], tablefmt="github"))
+        print(f"\n{name}: test phrases per bucket, beside Flickr30K Entities' test split (paper 003, Table IV)")
+        print(bucket_table(b))
         u = unseen_word_statistics(DatasetCatalog.get(name), vocab)
         words = ", ".join(u["unseen_words"][:10]) + (", ..." if len(u["unseen_words"]) > 10 else "")
         print(f"Zero-shot phrases with a word no training phrase has: {u['with_unseen_word']} of {u['phrases']} "
               f"({u['instances_with_unseen_word']} of {u['instances']} instances; words: {words or 'none'})")
+
+
+#: Flickr30K Entities' test split per bucket (paper 003, Table IV): (distinct phrases, instances).
+FLICKR30K_TEST_BUCKETS = {"zero_shot": (1783, 1860), "few_shot": (2764, 4373), "common": (472, 8248)}
+
+
+def bucket_table(b):
+    """A markdown table of :func:`bucket_statistics`' ``b``: phrases and instances per bucket and
+    their shares, beside Flickr30K Entities' test split."""
+    def share(part, whole):
+        return f"{100 * part / whole:.1f} %" if whole else "-"
+
+    phrases, instances = sum(b[k]["phrases"] for k in BUCKETS), sum(b[k]["instances"] for k in BUCKETS)
+    fp, fi = (sum(v[i] for v in FLICKR30K_TEST_BUCKETS.values()) for i in (0, 1))
+    rows = [[k, b[k]["phrases"], share(b[k]["phrases"], phrases), b[k]["instances"], share(b[k]["instances"], instances),
+             share(FLICKR30K_TEST_BUCKETS[k][0], fp), share(FLICKR30K_TEST_BUCKETS[k][1], fi)] for k in BUCKETS]
+    rows.append(["total", phrases, "", instances, f"{instances / phrases:.1f} per phrase" if phrases else "-", fp,
+                 f"{fi / fp:.1f} per phrase"])
+    return tabulate(rows, headers=["bucket", "distinct phrases", "share", "instances", "share",
+                                   "Flickr30K: phrases", "instances"], tablefmt="github")
 
 
 def print_text(cfg):
@@ -92,8 +110,9 @@ def print_mapper_sample(cfg):
 def print_specificity(cfg, root, batch_size):
     """The caption-specificity table of a built-in dataset root (the config's, or ``root``)."""
     names = list(cfg.DATASETS.TRAIN) + list(cfg.DATASETS.TEST)
-    if not root and any(n.startswith("builtin_") for n in names):
-        root = builtin_dataset_root()
+    languages = [builtin_language_of(n) for n in names if builtin_language_of(n) is not None]
+    if not root and languages:
+        root = builtin_dataset_root(languages[0])
     if not root:
         print("\nCaption specificity: only for the built-in dataset (no builtin_* dataset here; see --specificity-root)")
         return

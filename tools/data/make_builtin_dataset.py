@@ -14,6 +14,7 @@ import logging
 import sys
 
 from phrasedet.data.synthetic import DEFAULT_SIZES, ensure_builtin_dataset, generate_builtin_dataset
+from phrasedet.data.synthetic.language import LANGUAGES
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -23,6 +24,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num-train", type=int, default=DEFAULT_SIZES["train"])
     p.add_argument("--num-val", type=int, default=DEFAULT_SIZES["val"])
     p.add_argument("--num-test", type=int, default=DEFAULT_SIZES["test"])
+    p.add_argument("--language", default="v3", choices=sorted(LANGUAGES),
+                   help="the captions' words: v3 (one name per value) or long_tail (docs/DATA.md)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p.parse_args(argv)
 
@@ -52,10 +55,10 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     if args.root:
         summary = generate_builtin_dataset(args.root, seed=args.seed, num_train=args.num_train,
-                                           num_val=args.num_val, num_test=args.num_test)
+                                           num_val=args.num_val, num_test=args.num_test, language=args.language)
     else:
         root = ensure_builtin_dataset(seed=args.seed, num_train=args.num_train,
-                                      num_val=args.num_val, num_test=args.num_test)
+                                      num_val=args.num_val, num_test=args.num_test, language=args.language)
         with open(f"{root}/ground_truth.json", encoding="utf-8") as f:
             summary = dict(json.load(f)["summary"], root=root)
     print(json.dumps(summary, indent=1) if args.json else format_summary(summary))

@@ -11,7 +11,10 @@ unpack (docs/DATA.md):
 - ``referit_unc_{train,val,testA,testB}``: the same with ``refs(unc).p`` and its split field;
 - ``builtin_flickr30k_entities_{train,val,test}`` and ``builtin_referit_{train,val,test}``: the
   built-in synthetic dataset in both formats, generated on first use into ``$PHRASEDET_CACHE``
-  (default ``~/.cache/phrasedet``).
+  (default ``~/.cache/phrasedet``);
+- ``builtin_longtail_*``: every built-in name below (grounding, captions, pointing) again, for the
+  same scenes written in the long-tailed language (:mod:`phrasedet.data.synthetic.language`;
+  metadata ``language="long_tail"``, version 3's names ``language="v3"``).
 
 Caption datasets for image-sentence retrieval (``evaluator_type="retrieval"``):
 
@@ -73,7 +76,7 @@ from .register import (
 from .visual_genome import load_visual_genome_pointing
 from .vsepp_precomp import load_vsepp_precomp
 
-__all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root"]
+__all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root", "builtin_language_of", "BUILTIN_LANGUAGES"]
 
 _SPLITS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "splits")
 FLICKR_SPLITS = ("train", "val", "test")
@@ -172,31 +175,43 @@ def _real_visual_genome(exclude_rval_train):
                        RVAL_TRAIN_SPLITS)
 
 
-def builtin_dataset_root():
-    """Root of the built-in synthetic dataset, generating it on first use."""
+#: Name prefix after ``builtin_`` -> the language of the built-in dataset it names.
+BUILTIN_LANGUAGES = {"": "v3", "longtail_": "long_tail"}
+
+
+def builtin_dataset_root(language="v3"):
+    """Root of the built-in synthetic dataset written in ``language``, generating it on first use."""
     from phrasedet.data.synthetic import ensure_builtin_dataset
 
-    return ensure_builtin_dataset()
+    return ensure_builtin_dataset(language=language)
 
 
-def _builtin_flickr_files(split):
+def builtin_language_of(dataset_name):
+    """The language (``v3``, ``long_tail``) of a registered built-in split; None for another split."""
+    from detectron2.data import MetadataCatalog
+
+    meta = MetadataCatalog.get(dataset_name)
+    return meta.get("language", None) if meta.get("builtin", False) else None
+
+
+def _builtin_flickr_files(split, language="v3"):
     """(ann_root, image_root, split list, UNRELATED_CAPTIONS) of the built-in dataset."""
-    root = builtin_dataset_root()
+    root = builtin_dataset_root(language)
     ann_root = os.path.join(root, "flickr30k_entities")
     images = os.path.join(root, "flickr30k-images")
     return ann_root, images, os.path.join(ann_root, f"{split}.txt"), os.path.join(ann_root, "UNRELATED_CAPTIONS")
 
 
-def _builtin_flickr(split):
-    return cached_load(load_flickr30k_entities, *_builtin_flickr_files(split))
+def _builtin_flickr(split, language="v3"):
+    return cached_load(load_flickr30k_entities, *_builtin_flickr_files(split, language))
 
 
-def _builtin_flickr_captions(split):
-    return cached_load(load_flickr30k_entities_captions, *_builtin_flickr_files(split))
+def _builtin_flickr_captions(split, language="v3"):
+    return cached_load(load_flickr30k_entities_captions, *_builtin_flickr_files(split, language))
 
 
-def _builtin_referit(split):
-    root = builtin_dataset_root()
+def _builtin_referit(split, language="v3"):
+    root = builtin_dataset_root(language)
     return cached_load(load_referit, os.path.join(root, "refclef"), os.path.join(root, "images", "saiapr_tc-12"), split)
 
 
@@ -210,10 +225,13 @@ def register_all_builtin():
     for split in FLICKR_SPLITS:
         register_grounding_dataset(f"flickr30k_entities_{split}", p(_real_flickr, split),
                   _meta("flickr30k_entities", "flickr", "flickr30k_entities_train", split=split))
-        register_grounding_dataset(f"builtin_flickr30k_entities_{split}", p(_builtin_flickr, split),
-                  _meta("flickr30k_entities", "flickr", "builtin_flickr30k_entities_train", split=split, builtin=True))
-        register_grounding_dataset(f"builtin_referit_{split}", p(_builtin_referit, split),
-                  _meta("referit", "referit", "builtin_referit_train", split=split, builtin=True))
+        for prefix, language in BUILTIN_LANGUAGES.items():
+            register_grounding_dataset(f"builtin_{prefix}flickr30k_entities_{split}", p(_builtin_flickr, split, language),
+                      _meta("flickr30k_entities", "flickr", f"builtin_{prefix}flickr30k_entities_train", split=split,
+                            builtin=True, language=language))
+            register_grounding_dataset(f"builtin_{prefix}referit_{split}", p(_builtin_referit, split, language),
+                      _meta("referit", "referit", f"builtin_{prefix}referit_train", split=split, builtin=True,
+                            language=language))
     for split in REFERIT_HU_SPLITS:
         register_grounding_dataset(f"referit_{split}", p(_real_referit, split, "berkeley", True),
                   _meta("referit", "referit", "referit_trainval", split=split, split_by="berkeley"))
@@ -229,8 +247,10 @@ def _register_caption_builtins():
     """The caption (retrieval) names; nothing is read until a dataset is first used."""
     p = functools.partial
     for split in FLICKR_SPLITS:
-        register_caption_dataset(f"builtin_flickr30k_captions_{split}", p(_builtin_flickr_captions, split),
-                                 dict(dataset="flickr30k", split=split, source="flickr30k_entities", builtin=True))
+        for prefix, language in BUILTIN_LANGUAGES.items():
+            register_caption_dataset(f"builtin_{prefix}flickr30k_captions_{split}", p(_builtin_flickr_captions, split, language),
+                                     dict(dataset="flickr30k", split=split, source="flickr30k_entities", builtin=True,
+                                          language=language))
         register_caption_dataset(f"flickr30k_entities_captions_{split}", p(_real_flickr_captions, split),
                                  dict(dataset="flickr30k", split=split, source="flickr30k_entities"))
         register_caption_dataset(f"flickr30k_karpathy_{split}", p(_real_flickr_karpathy, split),
@@ -248,10 +268,12 @@ def _register_caption_builtins():
 def _register_pointing_builtins():
     """The pointing-game names; nothing is read until a dataset is first used."""
     for split in FLICKR_SPLITS:
-        register_grounding_pointing(f"builtin_flickr30k_pointing_{split}", f"builtin_flickr30k_entities_{split}",
-                                    split=split, builtin=True)
-        register_grounding_pointing(f"builtin_referit_pointing_{split}", f"builtin_referit_{split}",
-                                    split=split, builtin=True)
+        for prefix, language in BUILTIN_LANGUAGES.items():
+            register_grounding_pointing(f"builtin_{prefix}flickr30k_pointing_{split}",
+                                        f"builtin_{prefix}flickr30k_entities_{split}", split=split, builtin=True,
+                                        language=language)
+            register_grounding_pointing(f"builtin_{prefix}referit_pointing_{split}", f"builtin_{prefix}referit_{split}",
+                                        split=split, builtin=True, language=language)
         register_grounding_pointing(f"flickr30k_entities_pointing_{split}", f"flickr30k_entities_{split}", split=split)
     for split in REFERIT_HU_SPLITS:
         register_grounding_pointing(f"referit_pointing_{split}", f"referit_{split}", split=split)

@@ -21,6 +21,7 @@ from phrasedet.text.vocab import bucket_of_count
 
 from .captions import CaptionWriter, ChainBook, referring_expressions, render_caption
 from .facts import FactIndex
+from .language import V3, Language, get_language
 from .scene import (COLOURS, FREQUENT_COMBOS, HELD_OUT_COMBOS, IMAGE_SIZES, RARE_COMBOS, SHAPES,
                     combo_design, plan_scene, render_scene)
 from .writers import (annotation_xml, link_or_copy, refclef_image_path, write_flickr_split_files,
@@ -43,7 +44,8 @@ UNRELATED_FRACTION = 0.02
 REASONS = {"object": None, "group": None, "notvisual": "notvisual", "scene": "scene",
            "nobox": "nobox", "unrelated": "unrelated"}
 _normalize = lru_cache(maxsize=None)(normalize_phrase)
-_PLURALS = {s + ("es" if s.endswith(("s", "x")) else "s"): s for s in SHAPES}
+#: The stream a long-tailed language's names are drawn from, per split: ``[seed, split index, NAMES_STREAM]``.
+NAMES_STREAM = 42
 
 
 def rare_quota(num_train: int) -> int:
@@ -55,11 +57,13 @@ def rare_quota(num_train: int) -> int:
     return int(min(20, max(1, num_train // 100)))
 
 
-def phrase_design(phrase: str) -> str:
-    """``held_out`` / ``rare`` / ``common`` for a phrase naming one (colour, shape), else ``generic``."""
+def phrase_design(phrase: str, language: Language = V3) -> str:
+    """``held_out`` / ``rare`` / ``common`` for a phrase naming one (colour, shape) in ``language``
+    ("crimson trigon" is red and triangle in the long-tailed one), else ``generic``."""
     words = phrase.split()
-    colours = [w for w in words if w in COLOURS]
-    shapes = [_PLURALS.get(w, w) for w in words if w in SHAPES or w in _PLURALS]
+    colours = [language.read_colour(w) for w in words if language.read_colour(w) is not None]
+    nouns = [language.read_noun(w) for w in words if language.read_noun(w) is not None]
+    shapes = [n[0] for n in nouns if n[0] is not None]
     if len(colours) == 1 and len(shapes) == 1:
         return combo_design((colours[0], shapes[0]))
     return "generic"
@@ -104,12 +108,12 @@ def _union(boxes: list) -> Optional[list]:
     return [float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max())]
 
 
-def _bucket_table(train: Counter, test: Counter) -> dict:
+def _bucket_table(train: Counter, test: Counter, language: Language = V3) -> dict:
     phrases = {}
     summary = {b: {"phrases": 0, "test_instances": 0} for b in ("zero_shot", "few_shot", "common")}
     for p in sorted(test):
         b = bucket_of_count(train[p], (0, FEW_SHOT_MAX))
-        phrases[p] = {"train_count": train[p], "bucket": b, "design": phrase_design(p),
+        phrases[p] = {"train_count": train[p], "bucket": b, "design": phrase_design(p, language),
                       "test_instances": test[p]}
         summary[b]["phrases"] += 1
         summary[b]["test_instances"] += test[p]
@@ -151,7 +155,7 @@ def _image_truth(image_id, split, scene, rendered, book, unrelated_index) -> dic
     }
 
 
-def _refclef_truth(root, image_id, split, scene, rng, ids, coco) -> dict:
+def _refclef_truth(root, image_id, split, scene, rng, ids, coco, namer=None) -> dict:
     """Refs of one image (one per object); appends to the COCO lists in ``coco``."""
     iid = int(image_id)
     coco["images"].append({"id": iid, "file_name": f"{image_id}.jpg", "height": scene.height,
@@ -166,7 +170,7 @@ def _refclef_truth(root, image_id, split, scene, rng, ids, coco) -> dict:
                                     "area": bbox[2] * bbox[3],
                                     "segmentation": [[x1, y1, x2, y1, x2, y2, x1, y2]], "iscrowd": 0})
         sents = []
-        for text in referring_expressions(scene, i, rng):
+        for text in referring_expressions(scene, i, rng, namer):
             sents.append({"sent_id": next(ids.sent), "raw": text, "sent": text, "tokens": text.split()})
         coco["refs"].append({"ref_id": ref_id, "ann_id": ann_id, "image_id": iid, "category_id": cat,
                              "file_name": f"{image_id}.jpg", "split": split,
@@ -181,7 +185,7 @@ def _refclef_truth(root, image_id, split, scene, rng, ids, coco) -> dict:
 
 def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_SIZES["train"],
                              num_val: int = DEFAULT_SIZES["val"],
-                             num_test: int = DEFAULT_SIZES["test"]) -> dict:
+                             num_test: int = DEFAULT_SIZES["test"], language: str = "v3") -> dict:
     """Write the built-in dataset under ``root`` (Flickr30K Entities + refclef formats).
 
     Parameters
@@ -189,9 +193,13 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
     root : str
         Output folder (created; existing files are overwritten).
     seed : int
-        Everything written is a deterministic function of the seed and the sizes.
+        Everything written is a deterministic function of the seed, the sizes and the language.
     num_train, num_val, num_test : int
         Images per split.
+    language : str
+        The words of the captions and expressions (:mod:`.language`): ``v3`` (one name per
+        value) or ``long_tail``. The scenes, images and boxes are the same in both, and so is every
+        caption's structure: a long-tailed language draws its names from a stream of its own.
 
     Returns
     -------
@@ -200,6 +208,7 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
         ``root`` and ``seconds``.
     """
     t0 = time.perf_counter()
+    lang = get_language(language)
     sizes = {"train": int(num_train), "val": int(num_val), "test": int(num_test)}
     flickr = os.path.join(root, "flickr30k_entities")
     all_ids = iter(_image_ids(seed, sum(sizes.values())))
@@ -223,9 +232,10 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
             link_or_copy(jpg, refclef_image_path(root, image_id))
             scenes.append(scene)
         index = FactIndex([scene.record() for scene in scenes])
+        namer = lang.namer(None if lang is V3 else np.random.default_rng([seed, k, NAMES_STREAM]), split)
         for j, (image_id, scene) in enumerate(zip(split_ids[split], scenes)):
             book = ChainBook(lambda: next(ids.chain))
-            writer = CaptionWriter(scene, rng, book, RARE_COMBOS if split == "train" else (), index, j)
+            writer = CaptionWriter(scene, rng, book, RARE_COMBOS if split == "train" else (), index, j, namer)
             unrelated_index = int(rng.integers(1, 5)) if j in unrel_images else None
             with_shadow = bool(rng.random() < SHADOW_PROB)
             rendered = [render_caption(s) for s in writer.captions(with_shadow, unrelated_index)]
@@ -242,7 +252,7 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
                  if c.kind in ("scene", "nobox", "unrelated")])
             write_text(os.path.join(flickr, "Annotations", f"{image_id}.xml"), xml)
             truth = _image_truth(image_id, split, scene, rendered, book, unrelated_index)
-            truth["refclef"] = _refclef_truth(root, image_id, split, scene, rng, ids, coco)
+            truth["refclef"] = _refclef_truth(root, image_id, split, scene, rng, ids, coco, namer)
             images[image_id] = truth
     write_flickr_split_files(flickr, split_ids)
     write_unrelated(flickr, unrelated)
@@ -250,7 +260,8 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
     write_refclef(os.path.join(root, "refclef"), coco["images"], coco["annotations"], categories,
                   coco["refs"])
 
-    summary = _summary(seed, sizes, images, unrelated)
+    summary = _summary(seed, sizes, images, unrelated, lang)
+    parameters_language = {} if lang is V3 else {"language": lang.name}  # version 3's file stays byte for byte
     truth = {
         "generator_version": GENERATOR_VERSION, "seed": seed,
         "parameters": {
@@ -259,11 +270,11 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
             "shapes": list(SHAPES), "held_out_combos": [list(c) for c in HELD_OUT_COMBOS],
             "rare_combos": [list(c) for c in RARE_COMBOS],
             "frequent_combos": [list(c) for c in FREQUENT_COMBOS], "rare_train_quota": quota,
-            "few_shot_max": FEW_SHOT_MAX, "jpeg_quality": 95,
+            "few_shot_max": FEW_SHOT_MAX, "jpeg_quality": 95, **parameters_language,
         },
         "summary": summary,
-        "buckets": _flickr_buckets(images),
-        "refclef_buckets": _refclef_buckets(images),
+        "buckets": _flickr_buckets(images, lang),
+        "refclef_buckets": _refclef_buckets(images, lang),
         "images": images,
     }
     _write_truth(os.path.join(root, "ground_truth.json"), truth)
@@ -283,27 +294,27 @@ def _write_truth(path: str, truth: dict) -> None:
         f.write("{\n" + ",\n".join(parts) + "\n}\n")
 
 
-def _flickr_buckets(images: dict) -> dict:
+def _flickr_buckets(images: dict, language: Language = V3) -> dict:
     counts = {s: Counter() for s in SPLITS}
     for im in images.values():
         for p in im["phrases"]:
             if p["reason"] is None:
                 counts[im["split"]][p["phrase"]] += 1
-    table = _bucket_table(counts["train"], counts["test"])
+    table = _bucket_table(counts["train"], counts["test"], language)
     return dict(counted="flickr30k_entities box-target phrase occurrences", **table)
 
 
-def _refclef_buckets(images: dict) -> dict:
+def _refclef_buckets(images: dict, language: Language = V3) -> dict:
     counts = {s: Counter() for s in SPLITS}
     for im in images.values():
         for ref in im["refclef"]["refs"]:
             for s in ref["sentences"]:
                 counts[im["split"]][s["phrase"]] += 1
-    table = _bucket_table(counts["train"], counts["test"])
+    table = _bucket_table(counts["train"], counts["test"], language)
     return dict(counted="refclef sentences (normalized raw)", **table)
 
 
-def _summary(seed: int, sizes: dict, images: dict, unrelated: list) -> dict:
+def _summary(seed: int, sizes: dict, images: dict, unrelated: list, language: Language = V3) -> dict:
     per_split = {s: {"images": 0, "boxes": 0, "box_target_phrases": 0, "unboxed_phrases": 0,
                      "ref_sentences": 0} for s in SPLITS}
     reasons, chains, multi, shared = Counter(), set(), set(), 0
@@ -326,7 +337,7 @@ def _summary(seed: int, sizes: dict, images: dict, unrelated: list) -> dict:
                 reasons[p["reason"]] += 1
         names = Counter(i for _, i in per_box)
         shared += sum(1 for v in names.values() if v > 1)
-    flickr_b, ref_b = _flickr_buckets(images), _refclef_buckets(images)
+    flickr_b, ref_b = _flickr_buckets(images, language), _refclef_buckets(images, language)
     return {
         "generator_version": GENERATOR_VERSION, "seed": seed,
         "images": len(images), "boxes": sum(d["boxes"] for d in per_split.values()),
@@ -341,11 +352,12 @@ def _summary(seed: int, sizes: dict, images: dict, unrelated: list) -> dict:
 
 def ensure_builtin_dataset(cache_dir: Optional[str] = None, seed: int = 0, *,
                            num_train: Optional[int] = None, num_val: Optional[int] = None,
-                           num_test: Optional[int] = None) -> str:
+                           num_test: Optional[int] = None, language: str = "v3") -> str:
     """Return the root of the cached built-in dataset, generating it on first use.
 
-    The root is ``<cache>/builtin-v<GENERATOR_VERSION>-seed<seed>`` (with a ``-n<train>-<val>-<test>``
-    suffix when non-default sizes are asked for). Generation goes to a temporary sibling folder
+    The root is ``<cache>/builtin-v<GENERATOR_VERSION>-seed<seed>`` (``builtin-v<GENERATOR_VERSION>-long-tail-seed<seed>``
+    for the long-tailed language; with a ``-n<train>-<val>-<test>`` suffix when non-default sizes
+    are asked for). Generation goes to a temporary sibling folder
     renamed into place at the end, under an exclusive lock (:func:`phrasedet.cache.build_once`), so a crash
     never leaves a half dataset and concurrent processes generate it once.
 
@@ -356,19 +368,23 @@ def ensure_builtin_dataset(cache_dir: Optional[str] = None, seed: int = 0, *,
     seed : int
     num_train, num_val, num_test : int, optional
         Split sizes; ``None`` means :data:`DEFAULT_SIZES`.
+    language : str
+        ``v3`` or ``long_tail`` (:func:`generate_builtin_dataset`).
     """
+    get_language(language)  # an unknown name fails here, before any folder is made
     cache_dir = cache_dir or default_cache_dir()
     sizes = {"num_train": DEFAULT_SIZES["train"] if num_train is None else int(num_train),
              "num_val": DEFAULT_SIZES["val"] if num_val is None else int(num_val),
              "num_test": DEFAULT_SIZES["test"] if num_test is None else int(num_test)}
-    name = f"builtin-v{GENERATOR_VERSION}-seed{seed}"
+    name = f"builtin-v{GENERATOR_VERSION}-seed{seed}" if language == "v3" else \
+        f"builtin-v{GENERATOR_VERSION}-{language.replace('_', '-')}-seed{seed}"
     if tuple(sizes.values()) != tuple(DEFAULT_SIZES.values()):
         name += "-n{num_train}-{num_val}-{num_test}".format(**sizes)
     root = os.path.join(cache_dir, name)
 
     def generate(tmp):
         logger.info("generating built-in dataset into %s", root)
-        summary = generate_builtin_dataset(tmp, seed=seed, **sizes)
+        summary = generate_builtin_dataset(tmp, seed=seed, language=language, **sizes)
         logger.info("built-in dataset ready: %d images, %d boxes (%.1f s)",
                     summary["images"], summary["boxes"], summary["seconds"])
 

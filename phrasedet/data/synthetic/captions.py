@@ -12,17 +12,13 @@ from typing import Callable, Optional
 import numpy as np
 
 from .facts import FactIndex, caption_facts, relations_between
+from .language import V3, Namer, plural
 from .scene import Scene
 
 __all__ = ["Chain", "PhraseOcc", "ObjectPhrase", "ChainBook", "Draft", "CaptionWriter", "render_caption",
-           "referring_expressions", "UNRELATED_TEMPLATES"]
+           "referring_expressions", "UNRELATED_TEMPLATES", "plural"]
 
 NUMBERS = {2: "two", 3: "three", 4: "four"}
-POS_OUTSIDE = {"left": ("on the left",), "right": ("on the right",), "top": ("at the top",),
-               "bottom": ("at the bottom",), "center": ("in the center", "in the middle")}
-POS_INSIDE = {"left": "on the left", "right": "on the right", "top": "at the top",
-              "bottom": "at the bottom", "center": "in the middle"}
-POS_ADJ = {"left": "left", "right": "right", "top": "top", "bottom": "bottom", "center": "middle"}
 #: Own-chain phrase styles and their weights: colour+shape, size+colour+shape, shape,
 #: colour + "shape"/"object", size+shape.
 STYLES = ("cs", "zcs", "s", "cshape", "zs")
@@ -39,11 +35,6 @@ UNRELATED_TEMPLATES = (
     ((("people",), "A crowd"), "waits for", (("vehicles", "scene"), "the subway"), "."),
     ((("people",), "A young boy"), "raises", (("bodyparts",), "his hand"), "."),
 )
-
-
-def plural(shape: str) -> str:
-    """English plural of a shape name."""
-    return shape + "es" if shape.endswith(("s", "x")) else shape + "s"
 
 
 @dataclass
@@ -114,19 +105,30 @@ def render_caption(segments: list) -> tuple:
 
 class ObjectPhrase(PhraseOcc):
     """A phrase naming one object, written from what it says of it (article, size, colour, shape,
-    or the generic noun "shape"/"object" when the shape is not said), so that it can say more."""
+    or a generic noun such as "shape"/"object" when the shape is not said), so that it can say more.
+    Each attribute is named once, by ``namer`` (:class:`.language.Namer`), when it is first said."""
 
     def __init__(self, chain: Chain, obj_index: int, obj, article: str, size: bool, colour: bool, shape: bool,
-                 noun: str = "shape"):
+                 noun: str = "shape", namer: Namer = None):
         self.obj_index, self.obj, self.article, self.noun = obj_index, obj, article, noun
+        self.namer = namer or V3.namer(None, "train")
         self.says = {"size": size, "colour": colour, "shape": shape}
+        self.names = {}
         super().__init__(chain, [])
         self.refresh()
 
+    def _name(self, kind: str) -> str:
+        if kind not in self.names:
+            o, namer = self.obj, self.namer
+            self.names[kind] = {"size": lambda: namer.size(o.size), "colour": lambda: namer.colour(o.colour),
+                                "shape": lambda: namer.shape(o.shape),
+                                "noun": lambda: namer.generic(o.shape, self.noun)}[kind]()
+        return self.names[kind]
+
     def refresh(self) -> None:
-        o, says = self.obj, self.says
-        self.words = [self.article] + [o.size] * says["size"] + [o.colour] * says["colour"] + [
-            o.shape if says["shape"] else self.noun]
+        says = self.says
+        self.words = [self.article] + [self._name("size")] * says["size"] + [self._name("colour")] * says["colour"] + [
+            self._name("shape" if says["shape"] else "noun")]
 
     def unsaid(self) -> list:
         """The attributes it does not say yet."""
@@ -177,14 +179,18 @@ class CaptionWriter:
         The scenes of the split; without it captions keep their templates.
     position : int, optional
         This scene's position in ``index``.
+    namer : Namer, optional
+        Names the attributes (:mod:`.language`; default: version 3's words). Its language also
+        reads the drafts back into facts.
     """
 
     #: Most steps a caption takes to say more.
     MAX_STEPS = 12
 
     def __init__(self, scene: Scene, rng: np.random.Generator, book: ChainBook, cs_combos=(),
-                 index: Optional[FactIndex] = None, position: Optional[int] = None):
+                 index: Optional[FactIndex] = None, position: Optional[int] = None, namer: Optional[Namer] = None):
         self.scene, self.rng, self.book = scene, rng, book
+        self.namer = namer or V3.namer(None, "train")
         self.cs_combos = set(cs_combos)
         self.objs = scene.objects
         self.index, self.position = index, position
@@ -219,13 +225,14 @@ class CaptionWriter:
                     "s": lambda x: x.shape, "cshape": lambda x: x.colour,
                     "zs": lambda x: (x.size, x.shape)}
             ok = np.array([self._unique(i, keys[s]) for s in STYLES], dtype=float)
-            w = STYLE_WEIGHTS * ok if ok.any() else STYLE_WEIGHTS * np.array([1, 1, 0, 0, 0])
+            weights = np.asarray(self.namer.language.style_weights or STYLE_WEIGHTS)
+            w = weights * ok if ok.any() else weights * np.array([1, 1, 0, 0, 0])
             style = STYLES[int(self.rng.choice(len(STYLES), p=w / w.sum()))]
         art = self._choice(("a", "the"))
         noun = self._choice(("shape", "shape", "shape", "object")) if style == "cshape" else "shape"
         chain = self.book.get(("obj", i), ("other",), "object", (i,))
         occ = ObjectPhrase(chain, i, o, art, size=style in ("zcs", "zs"), colour=style in ("cs", "zcs", "cshape"),
-                           shape=style != "cshape", noun=noun)
+                           shape=style != "cshape", noun=noun, namer=self.namer)
         if self.draft is not None:
             self.draft.phrases.append(occ)
             if not locked:
@@ -235,19 +242,23 @@ class CaptionWriter:
     def group_phrase(self) -> PhraseOcc:
         o = self.objs[self.group[0]]
         num = NUMBERS[len(self.group)]
+        C, S = "<colour>", "<shapes>"  # named below, after the template is chosen
         if self.group_kind == "combo":
-            opts = ([num, o.colour, plural(o.shape)], ["the", o.colour, plural(o.shape)],
-                    ["the", num, o.colour, plural(o.shape)])
+            opts = ([num, C, S], ["the", C, S], ["the", num, C, S])
         elif self.group_kind == "colour":
-            opts = ([num, o.colour, "shapes"], ["the", o.colour, "shapes"], [num, o.colour, "objects"])
+            opts = ([num, C, "shapes"], ["the", C, "shapes"], [num, C, "objects"])
         else:
-            opts = ([num, plural(o.shape)], ["the", plural(o.shape)])
+            opts = ([num, S], ["the", S])
+        names = {C: lambda: self.namer.colour(o.colour), S: lambda: self.namer.shape(o.shape, many=True),
+                 "shapes": lambda: self.namer.generic(None, "shape", many=True),
+                 "objects": lambda: self.namer.generic(None, "object", many=True)}
+        words = [names[w]() if w in names else w for w in self._choice(opts)]
         chain = self.book.get(("group",), ("other",), "group", self.group)
-        return PhraseOcc(chain, list(self._choice(opts)))
+        return PhraseOcc(chain, words)
 
     def scene_phrase(self) -> PhraseOcc:
-        words = [self._choice(("a", "the")), self.scene.background,
-                 self._choice(("background", "backdrop"))]
+        words = [self._choice(("a", "the")), self.namer.background(self.scene.background),
+                 self.namer.background_noun(self._choice(("background", "backdrop")))]
         if self.draft is not None:
             self.draft.has_scene = True
         return PhraseOcc(self.book.get(("scene",), ("scene",), "scene"), words)
@@ -264,12 +275,15 @@ class CaptionWriter:
         """Position words of object ``i``; ``phrase``, the phrase they follow, is then placed."""
         if phrase is not None and self.draft is not None:
             self.draft.placed.add(id(phrase))
-        return self._choice(POS_OUTSIDE[self.scene.position(self.objs[i])])
+        where = self.scene.position(self.objs[i])
+        return self.namer.position(where, self._choice(V3.positions_outside[where].names))
 
     def relation(self, i: int, j: int) -> Optional[str]:
-        """"left of" / "right of" / "above" / "below" along the dominant axis, or None."""
+        """"left of" / "right of" / "above" / "below" along the dominant axis (as the namer words
+        it), or None."""
         rels = relations_between(self.objs[i].box_xyxy(), self.objs[j].box_xyxy()) - {"next to"}
-        return next(iter(rels), None)
+        rel = next(iter(rels), None)
+        return None if rel is None else self.namer.relation(rel)
 
     def next_to(self, i: int, j: int) -> bool:
         return "next to" in relations_between(self.objs[i].box_xyxy(), self.objs[j].box_xyxy())
@@ -317,7 +331,7 @@ class CaptionWriter:
         if form == 6:
             near = [k for k in range(n) if k != i and self.next_to(i, k)]
             if near:
-                return [self.obj_phrase(i), "is next to", self.obj_phrase(self._choice(near))]
+                return [self.obj_phrase(i), "is", self.namer.relation("next to"), self.obj_phrase(self._choice(near))]
             form = 2
         x = self.obj_phrase(i)
         if form == 0:
@@ -349,7 +363,8 @@ class CaptionWriter:
     def _steps(self) -> list:
         """The steps that can still make the draft say more, as (weight, action)."""
         d = self.draft
-        steps = [(1.0, lambda p=p, a=a: p.say(a)) for p in d.open_phrases for a in p.unsaid()]
+        say = self.namer.language.say_weight
+        steps = [(say, lambda p=p, a=a: p.say(a)) for p in d.open_phrases for a in p.unsaid()]
         steps += [(1.0, lambda p=p: self._place(p)) for p in d.phrases if id(p) not in d.placed]
         if not d.has_scene:
             steps.append((1.0, lambda: d.segments.extend(["on", self.scene_phrase()])))
@@ -362,12 +377,12 @@ class CaptionWriter:
         self.draft.segments.insert(k + 1, self.pos(phrase.obj_index, phrase))
 
     def _add_object(self, k: int) -> None:
-        phrase = self.obj_phrase(k, "zcs")
+        phrase = self.obj_phrase(k, self.namer.language.added_object_style)
         self.draft.segments.extend(["with", phrase, self.pos(k, phrase)])
 
     def _vague(self) -> bool:
         """Whether the draft is true of another scene or says what an earlier caption said."""
-        facts = caption_facts(self.draft.markup())
+        facts = caption_facts(self.draft.markup(), language=self.namer.language)
         return facts in self.stated or bool(self.index.true_of(facts, exclude=self.position))
 
     def write(self, template) -> list:
@@ -383,7 +398,7 @@ class CaptionWriter:
                     break
                 w = np.array([s[0] for s in steps])
                 steps[int(self.rng.choice(len(steps), p=w / w.sum()))][1]()
-            self.stated.add(caption_facts(self.draft.markup()))
+            self.stated.add(caption_facts(self.draft.markup(), language=self.namer.language))
         segments, self.draft = self.draft.segments + ["."], None
         return segments
 
@@ -408,23 +423,30 @@ class CaptionWriter:
         return [self.caption_unrelated() if s == "unrelated" else self.write(make[s]) for s in slots]
 
 
-def referring_expressions(scene: Scene, i: int, rng: np.random.Generator) -> list:
-    """1-3 distinct ReferIt-style expressions (lowercase, spatial words inside) for object ``i``.
+def referring_expressions(scene: Scene, i: int, rng: np.random.Generator, namer: Optional[Namer] = None) -> list:
+    """1-3 distinct ReferIt-style expressions (lowercase, spatial words inside) for object ``i``,
+    each named afresh by ``namer`` (default: version 3's words; a large object is "big").
 
     The bare shape name ("circle") is a candidate only when the shape is unique in the image.
     """
     o = scene.objects[i]
     where = scene.position(o)
-    big = "big" if o.size == "large" else "small"
+    n = namer or V3.namer(None, "train")
+    if n.language is V3:
+        size = lambda: "big" if o.size == "large" else "small"  # noqa: E731
+    else:
+        size = lambda: n.size(o.size)  # noqa: E731
+    colour, shape = (lambda: n.colour(o.colour)), (lambda: n.shape(o.shape))
+    inside, adjective = (lambda: n.position_inside(where)), (lambda: n.position_adjective(where))
     candidates = [
-        (0.40, f"{o.colour} {o.shape}"),
-        (0.20, f"{o.colour} {o.shape} {POS_INSIDE[where]}"),
-        (0.15, f"the {big} {o.colour} {o.shape}"),
-        (0.15, f"{POS_ADJ[where]} {o.colour} {o.shape}"),
-        (0.10, f"{big} {o.shape} {POS_INSIDE[where]}"),
+        (0.40, f"{colour()} {shape()}"),
+        (0.20, f"{colour()} {shape()} {inside()}"),
+        (0.15, f"the {size()} {colour()} {shape()}"),
+        (0.15, f"{adjective()} {colour()} {shape()}"),
+        (0.10, f"{size()} {shape()} {inside()}"),
     ]
     if sum(x.shape == o.shape for x in scene.objects) == 1:
-        candidates.append((0.30, o.shape))
+        candidates.append((0.30, shape()))
     p = np.array([w for w, _ in candidates])
     k = 1 + int(rng.choice(3, p=(0.2, 0.4, 0.4)))
     order = rng.choice(len(candidates), size=k, replace=False, p=p / p.sum())

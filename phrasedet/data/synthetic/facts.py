@@ -26,7 +26,7 @@ from typing import Iterable, Optional, Sequence
 
 from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
 
-from .scene import BACKGROUNDS, COLOURS, SHAPES
+from .language import V3, Language
 
 __all__ = ["ATTRIBUTES", "RELATIONS", "POSITION_WORDS", "NEXT_TO_GAP", "MIN_RELATION_OFFSET",
            "canonical_desc", "object_descs", "caption_facts", "relations_between", "holds", "caption_true_of",
@@ -34,16 +34,9 @@ __all__ = ["ATTRIBUTES", "RELATIONS", "POSITION_WORDS", "NEXT_TO_GAP", "MIN_RELA
 
 ATTRIBUTES = ("colour", "shape", "size", "position")
 RELATIONS = ("left of", "right of", "above", "below", "next to")
-#: Words after a phrase that place its object (Scene.position's five words).
-POSITION_WORDS = {("on", "the", "left"): "left", ("on", "the", "right"): "right", ("at", "the", "top"): "top",
-                  ("at", "the", "bottom"): "bottom", ("in", "the", "center"): "center",
-                  ("in", "the", "middle"): "center"}
-_RELATION_WORDS = {("left", "of"): "left of", ("right", "of"): "right of", ("above",): "above",
-                   ("below",): "below", ("next", "to"): "next to"}
-_SIZES = {"small": "small", "large": "large", "big": "large"}
+#: Words after a phrase that place its object (Scene.position's five words), in version 3's language.
+POSITION_WORDS = V3.position_phrases
 _NUMBERS = {"two": 2, "three": 3, "four": 4}
-_GENERIC = {"shape": False, "object": False, "shapes": True, "objects": True}
-_PLURALS = {s + ("es" if s.endswith(("s", "x")) else "s"): s for s in SHAPES}
 #: "next to": the gap between two boxes is at most this many pixels along both axes.
 NEXT_TO_GAP = 12.0
 #: "left of" / "above" ...: the centres differ by at least this many pixels along the dominant axis.
@@ -112,20 +105,20 @@ class _Mention:
         return ("at_least", self.desc, 2)
 
 
-def _object_mention(words: list) -> Optional[_Mention]:
-    """The attributes a phrase's words name, or None when it names no colour, shape or generic noun."""
+def _object_mention(words: list, language: Language = V3) -> Optional[_Mention]:
+    """The attributes a phrase's words name, or None when it names no colour, shape or generic noun.
+    A noun true of several shapes ("polygon", "shape") names no shape."""
     attributes, plural, number, noun = {}, False, None, False
     for w in words:
-        if w in COLOURS:
-            attributes["colour"] = w
-        elif w in _SIZES:
-            attributes["size"] = _SIZES[w]
-        elif w in SHAPES:
-            attributes["shape"], noun = w, True
-        elif w in _PLURALS:
-            attributes["shape"], plural, noun = _PLURALS[w], True, True
-        elif w in _GENERIC:
-            plural, noun = plural or _GENERIC[w], True
+        colour, size, shape = language.read_colour(w), language.read_size(w), language.read_noun(w)
+        if colour is not None:
+            attributes["colour"] = colour
+        elif size is not None:
+            attributes["size"] = size
+        elif shape is not None:
+            if shape[0] is not None:
+                attributes["shape"] = shape[0]
+            plural, noun = plural or shape[1], True
         elif w in _NUMBERS:
             number = _NUMBERS[w]
     if not noun and "colour" not in attributes:
@@ -134,15 +127,16 @@ def _object_mention(words: list) -> Optional[_Mention]:
 
 
 def _match_words(words: list, k: int, table: dict):
-    """The entry of ``table`` whose word tuple starts at ``words[k]``, and its length."""
-    for key, value in table.items():
+    """The entry of ``table`` whose word tuple starts at ``words[k]`` (the longest one), and its length."""
+    for key in sorted(table, key=len, reverse=True):
         if tuple(words[k:k + len(key)]) == key:
-            return value, len(key)
+            return table[key], len(key)
     return None, 1
 
 
-def caption_facts(markup: str, where: str = "<caption>") -> tuple:
-    """The facts (module docstring) one caption states, from its Flickr30K Entities markup line.
+def caption_facts(markup: str, where: str = "<caption>", language: Language = V3) -> tuple:
+    """The facts (module docstring) one caption states, from its Flickr30K Entities markup line,
+    its words read in ``language`` (:mod:`.language`; "crimson" is red in the long-tailed one).
 
     Object phrases are those typed ``other``; ``scene`` phrases give the background; other types
     (``notvisual``, the people and vehicles of unrelated captions) state nothing. A position said
@@ -160,22 +154,23 @@ def caption_facts(markup: str, where: str = "<caption>") -> tuple:
             pw = words[k:k + len(phrase.phrase.split())]
             k += len(pw)
             if "scene" in phrase.types:
-                facts.update(("background", w) for w in pw if w in BACKGROUNDS)
+                facts.update(("background", language.read_background(w)) for w in pw
+                             if language.read_background(w) is not None)
             elif "other" in phrase.types:
-                mention = _object_mention(pw)
+                mention = _object_mention(pw, language)
                 if mention is not None:
                     mentions.append(mention)
                     if pending is not None and last is not None and not (last.plural or mention.plural):
                         relations.append((last, pending, mention))
                     last, pending = mention, None
             continue
-        position, n = _match_words(words, k, POSITION_WORDS)
+        position, n = _match_words(words, k, language.position_phrases)
         if position is not None:
             if last is not None and not last.plural and "position" not in last.attributes:
                 last.attributes["position"] = position
             k += n
             continue
-        relation, n = _match_words(words, k, _RELATION_WORDS)
+        relation, n = _match_words(words, k, language.relation_phrases)
         if relation is not None:
             pending = relation
         k += n

@@ -6,7 +6,7 @@ from typing import List, Tuple
 
 from phrasedet.fileio import load_json_file, read_text_lines
 
-__all__ = ["SPLITS", "load_ground_truth", "split_image_ids", "split_scenes"]
+__all__ = ["SPLITS", "load_ground_truth", "load_language", "split_image_ids", "split_scenes"]
 
 SPLITS = ("train", "val", "test")
 
@@ -14,6 +14,15 @@ SPLITS = ("train", "val", "test")
 def load_ground_truth(root: str) -> dict:
     """``ground_truth.json``'s ``images``: {image id: record} (``background``, ``objects``, ...)."""
     return load_json_file(os.path.join(root, "ground_truth.json"), "built-in ground truth")["images"]
+
+
+def load_language(root: str):
+    """The :class:`.language.Language` a built-in dataset's captions are written in: its
+    ``ground_truth.json``'s ``parameters.language`` (absent in version 3's files: ``v3``)."""
+    from .language import get_language
+
+    truth = load_json_file(os.path.join(root, "ground_truth.json"), "built-in ground truth")
+    return get_language(truth.get("parameters", {}).get("language", "v3"))
 
 
 def split_image_ids(root: str, split: str) -> List[str]:

@@ -20,7 +20,7 @@ import numpy as np
 from phrasedet.fileio import read_text_lines
 
 from .facts import FactIndex, caption_facts, caption_true_of
-from .ground_truth import SPLITS, load_ground_truth, split_scenes
+from .ground_truth import SPLITS, load_ground_truth, load_language, split_scenes
 
 __all__ = ["SPLITS", "IndexDisagreement", "in_batch_chance", "true_of_brute_force", "split_specificity",
            "dataset_specificity", "format_specificity"]
@@ -92,15 +92,17 @@ def split_specificity(scenes: Sequence[dict], captions: Sequence[Sequence], batc
             "mean_in_split": mean(k), "share_in_split": mean(k > 0), "max_in_split": int(k.max()) if k.size else 0}
 
 
-def _read_split(root: str, images: dict, split: str) -> tuple:
-    """The scenes of a split (in its list file's order), their captions' facts and their image ids."""
+def _read_split(root: str, images: dict, split: str, language=None) -> tuple:
+    """The scenes of a split (in its list file's order), their captions' facts (read in the
+    dataset's language, :func:`.ground_truth.load_language`) and their image ids."""
+    language = language or load_language(root)
     ids, scenes = split_scenes(root, split, images)
     sentences, captions = os.path.join(root, "flickr30k_entities", "Sentences"), []
     for image_id in ids:
         path = os.path.join(sentences, f"{image_id}.txt")
         unrelated = set(images[image_id].get("unrelated_captions", ()))
         lines = [line for line in read_text_lines(path, "Sentences file") if line.strip()]
-        captions.append([None if c in unrelated else caption_facts(line, f"{path}:{c + 1}")
+        captions.append([None if c in unrelated else caption_facts(line, f"{path}:{c + 1}", language)
                          for c, line in enumerate(lines)])
     return scenes, captions, ids
 
@@ -109,10 +111,10 @@ def dataset_specificity(root: str, batch_size: int = 64, splits: Optional[Sequen
                         brute_force: bool = True) -> dict:
     """:func:`split_specificity` of every split of a built-in dataset root: {split: measure}.
     Brute force over a default dataset takes a few seconds (docs/DATA.md)."""
-    images = load_ground_truth(root)
+    images, language = load_ground_truth(root), load_language(root)
     out = {}
     for split in splits or SPLITS:
-        scenes, captions, ids = _read_split(root, images, split)
+        scenes, captions, ids = _read_split(root, images, split, language)
         out[split] = split_specificity(scenes, captions, batch_size=batch_size, names=ids, brute_force=brute_force)
     return out
 
