@@ -61,9 +61,8 @@ def phrase_design(phrase: str, language: Language = V3) -> str:
     """``held_out`` / ``rare`` / ``common`` for a phrase naming one (colour, shape) in ``language``
     ("crimson trigon" is red and triangle in the long-tailed one), else ``generic``."""
     words = phrase.split()
-    colours = [language.read_colour(w) for w in words if language.read_colour(w) is not None]
-    nouns = [language.read_noun(w) for w in words if language.read_noun(w) is not None]
-    shapes = [n[0] for n in nouns if n[0] is not None]
+    colours = [c for c in map(language.read_colour, words) if c is not None]
+    shapes = [n[0] for n in map(language.read_noun, words) if n is not None and n[0] is not None]
     if len(colours) == 1 and len(shapes) == 1:
         return combo_design((colours[0], shapes[0]))
     return "generic"

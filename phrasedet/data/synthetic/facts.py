@@ -127,10 +127,11 @@ def _object_mention(words: list, language: Language = V3) -> Optional[_Mention]:
 
 
 def _match_words(words: list, k: int, table: dict):
-    """The entry of ``table`` whose word tuple starts at ``words[k]`` (the longest one), and its length."""
-    for key in sorted(table, key=len, reverse=True):
+    """The first entry of ``table`` whose word tuple starts at ``words[k]``, and its length (a
+    language's tables list their longest phrases first)."""
+    for key, value in table.items():
         if tuple(words[k:k + len(key)]) == key:
-            return table[key], len(key)
+            return value, len(key)
     return None, 1
 
 
@@ -154,8 +155,8 @@ def caption_facts(markup: str, where: str = "<caption>", language: Language = V3
             pw = words[k:k + len(phrase.phrase.split())]
             k += len(pw)
             if "scene" in phrase.types:
-                facts.update(("background", language.read_background(w)) for w in pw
-                             if language.read_background(w) is not None)
+                backgrounds = (language.read_background(w) for w in pw)
+                facts.update(("background", b) for b in backgrounds if b is not None)
             elif "other" in phrase.types:
                 mention = _object_mention(pw, language)
                 if mention is not None:

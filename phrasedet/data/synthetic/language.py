@@ -122,9 +122,11 @@ class Language:
                 noun[n], noun[plural(n)] = (v, False), (v, True)
             for n in self.generic.names:
                 noun[n], noun[plural(n)] = (None, False), (None, True)
+            def phrases(table):  # longest first: "on the left side" is read before "on the left"
+                pairs = [(tuple(w.split()), v) for v, ns in table.items() for w in ns.names]
+                return dict(sorted(pairs, key=lambda kv: -len(kv[0])))
             self._read.update(colour=colour, background=background, size=size, noun=noun,
-                              position={tuple(w.split()): v for v, ns in self.positions_outside.items() for w in ns.names},
-                              relation={tuple(w.split()): v for v, ns in self.relations.items() for w in ns.names})
+                              position=phrases(self.positions_outside), relation=phrases(self.relations))
         return self._read
 
     def read_colour(self, word: str) -> Optional[str]:
@@ -142,12 +144,12 @@ class Language:
 
     @property
     def position_phrases(self) -> dict:
-        """word tuple -> position, for the words said after a phrase."""
+        """word tuple -> position, for the words said after a phrase (longest first)."""
         return self._lookup()["position"]
 
     @property
     def relation_phrases(self) -> dict:
-        """word tuple -> relation ("left of", ...)."""
+        """word tuple -> relation ("left of", ...), longest first."""
         return self._lookup()["relation"]
 
     def all_names(self) -> dict:
@@ -211,7 +213,7 @@ class Namer:
         """A noun true of ``shape`` that does not say it (version 3: ``hint``, "shape" or "object");
         in a long-tailed language also the hypernyms true of it ("polygon" for a triangle)."""
         lang = self.language
-        if len(lang.generic.names) == 1 and not lang.hypernyms or self.rng is None:
+        if self.rng is None:
             word = hint
         else:
             true_of = tuple(n for n, shapes in lang.hypernyms.items() if shape in shapes and len(shapes) > 1)
