@@ -203,3 +203,30 @@ def test_the_presence_oracle_is_computed_once_from_the_tested_predictions_and_ke
     assert compare.presence_oracle(str(run), records) == got
     os.remove(record / "presence_oracle.json")
     assert compare.presence_oracle(str(run), records) is None  # nothing left to compute it from
+
+
+def test_the_long_tail_world_puts_every_run_and_the_filter_model_in_it(tmp_path, fake_runs, monkeypatch, capsys):
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    tools, fake = [], compare.train_run
+
+    def train_run(name, *args, **kw):  # a filtered evaluation also gives the unfiltered mAP
+        results, minutes = fake(name, *args, **kw)
+        return {**results, "phrase_detection_unfiltered": METRICS} if name == "cite_cca_filtered" else results, minutes
+
+    monkeypatch.setattr(compare, "train_run", train_run)
+    monkeypatch.setattr(compare, "run_tool", lambda *args, **kw: tools.append(args))
+    compare.main(_args(tmp_path, "--world", "long_tail", "--models", "cite_cca", "--filter-weights", ""))
+    assert capsys.readouterr().out.startswith("world: long_tail (test split builtin_longtail_flickr30k_entities_test)\n"
+                                              "word vectors: glove_6b_50d (fingerprint text)\n")
+    # the filter model is paper 000's network trained on the long-tailed captions
+    assert tools and tools[0][0] == "compare_retrieval.py" and tools[0][tools[0].index("--world") + 1] == "long_tail"
+    for name, _, _, _, opts, _ in fake_runs:
+        assert opts["DATASETS.TRAIN"] == "('builtin_longtail_flickr30k_entities_train',)", name
+        assert opts["DATASETS.TEST"] == "('builtin_longtail_flickr30k_entities_test',)", name
+        assert opts["PHRASEDET.TEXT.WORD_VECTORS"] == "glove_6b_50d", name
+    trained = [c for c in fake_runs if c[0] == "cite_cca"]
+    assert trained[0][4]["PHRASEDET.RECIPE.SELECTION.DATASET"] == "builtin_longtail_flickr30k_entities_val"
+    assert trained[0][4]["MODEL.PHRASE_ROI_HEADS.CITE.HIDDEN_DIM"] == "50"
+    filtered = [c for c in fake_runs if c[0] == "cite_cca_filtered"]
+    assert len(filtered) == 2 and "'builtin_longtail_flickr30k_captions_train'" in filtered[0][4]["TEST.PHRASE_FILTER.RETRIEVAL_OPTS"]
+    assert "glove_6b_50d" in filtered[0][4]["TEST.PHRASE_FILTER.RETRIEVAL_OPTS"]

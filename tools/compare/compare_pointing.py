@@ -33,7 +33,7 @@ sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison.protocol import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
                                          oracle_features, pretrained_cnn, representation_records, selection_opts,
-                                         add_word_vectors_argument, run_opts, word_vectors_digest)
+                                         add_word_vectors_argument, run_opts, word_vectors_digest, word_vectors_line)
 from phrasedet.engine.comparison.pointing_claims import claim_verdicts, format_claims, format_table, split_results  # noqa: E402
 from phrasedet.engine.comparison.runs import run_tool, train_run  # noqa: E402
 
@@ -73,7 +73,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.opts = run_opts(args)
     text = word_vectors_digest(_config("dsve_loc"), args.opts)
-    print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
+    print(word_vectors_line(args, _config("dsve_loc"), text), flush=True)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget, "word_vectors": text,
                                            "representations": {}}
     protocol = hit_rule(args.models[0], args.opts)

@@ -4,7 +4,7 @@ retrieval and pointing comparisons share (records, --resume, verdicts over seeds
 
     python tools/compare/compare_recipes.py [--output-root output/phrase_detection_compare] [--detectors 0 1]
         [--seeds 0 1 2] [--models cca cite_cca cite ...] [--record-root results/phrase_detection_compare]
-        [--word-vectors PATH] [--filter-weights PATH | none] [--resume] [-- KEY VALUE ...]
+        [--word-vectors PATH] [--filter-weights PATH | none] [--world v3|long_tail] [--resume] [-- KEY VALUE ...]
 
 For each stage-1 detector (``--detectors``: the recipe's stage 1 trained with ``SEED d``, as
 ``make demo`` trains it with ``SEED 0``), every classifier of Table IV is trained in stage 3 on that
@@ -37,6 +37,13 @@ With ``--record-root`` (the project's: ``results/phrase_detection_compare``) eac
 record is kept there and restored by ``--resume`` (phrasedet/engine/comparison/run_records.py), keyed by the
 stage-1 detector, which is kept there too (``detector<d>/detector.pth``: the runs of another
 machine start from the same detector). Extra ``KEY VALUE`` pairs go to every run.
+
+``--world long_tail`` runs every model in the long-tailed built-in world (the same scenes, images
+and boxes; phrases in the long-tailed language; GloVe 6B 50-d vectors; branches 50 wide:
+phrasedet/engine/comparison/worlds.py), into ``output/phrase_detection_compare_long_tail`` by default;
+its detectors are trained there (stage 1 learns phrases, so they differ from version 3's); its
+filter model is trained on the long-tailed captions. Its records belong in a record root of their own
+(the project's: ``results/phrase_detection_compare_long_tail``).
 """
 import argparse
 import json
@@ -48,7 +55,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison.protocol import (add_word_vectors_argument, draw_curves, gaining_runs, run_opts,  # noqa: E402
-                                                  word_vectors_digest)
+                                                  word_vectors_digest, word_vectors_line, word_vectors_opts)
+from phrasedet.engine.comparison.worlds import add_world_argument, get_world  # noqa: E402
 from phrasedet.engine.comparison.phrase_detection_claims import (BUCKETS, claim_verdicts, format_claims, format_table,  # noqa: E402
                                                              format_under_oracle)
 from phrasedet.engine.comparison.runs import finished, run_tool, train_run  # noqa: E402
@@ -280,16 +288,17 @@ def filter_model(args):
     cnn = args.backbone_weights or KEPT_CNN
     if not os.path.isfile(weights) and not args.records_only:  # --records-only needs no weights: its rows come from records
         run_tool("compare_retrieval.py", "--models", "two_branch", "--seeds", "0", "--representations", "cnn",
-                 "--backbone-weights", cnn, "--output-root", root,
+                 "--backbone-weights", cnn, "--output-root", root, "--world", args.world,
                  *(["--word-vectors", args.word_vectors] if args.word_vectors else []), log=os.path.join(args.output_root, "filter.log"))
-    text = [str(o) for o in args.opts[:6]] if args.word_vectors else []  # run_opts' word-vector keys come first
+    text = [str(o) for o in [*get_world(args.world).retrieval_opts(), *word_vectors_opts(args)]]
     return {"config": config, "weights": weights,
             "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", cnn, *text]}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--output-root", default=os.path.join(ROOT, "output", "phrase_detection_compare"))
+    p.add_argument("--output-root", default="", help="default: output/phrase_detection_compare, with _<world> for a "
+                   "world other than v3")
     p.add_argument("--detectors", type=int, nargs="+", default=[0, 1], help="SEED of each stage-1 detector")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="stage-3 SEEDs")
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
@@ -306,24 +315,29 @@ def main(argv=None):
                    "likewise): a measurement beside the comparison on the same detectors, e.g. its budget")
     p.add_argument("--backbone-weights", default="", help="the CNN of the default filter model (default: results/builtin_cnn/backbone.pth)")
     add_word_vectors_argument(p)
+    add_world_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
     if args.records_only and not args.record_root:
         p.error("--records-only needs --record-root")
     args.resume = args.resume or args.records_only
-    args.opts = run_opts(args)
+    world = get_world(args.world)
+    args.output_root = args.output_root or os.path.join(ROOT, "output", "phrase_detection_compare" + world.suffix)
+    args.opts = run_opts(args, world.phrase_detection_opts())
+    print(f"world: {world.name} (test split {world.dataset('flickr30k_entities_test')})", flush=True)
     text = word_vectors_digest(_config("cite_cca"), args.opts)
-    print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
+    print(word_vectors_line(args, _config("cite_cca"), text), flush=True)
     args.filter = filter_model(args)
-    start, summary = time.perf_counter(), {"detectors": args.detectors, "seeds": args.seeds, "word_vectors": text, "runs": {}}
+    start, summary = time.perf_counter(), {"world": world.name, "detectors": args.detectors, "seeds": args.seeds,
+                                           "word_vectors": text, "runs": {}}
     for d in args.detectors:
         comparison = DetectorComparison(d, args)
         runs, ppa, minutes = comparison.run(text)
         files = comparison.curve_files(comparison.models, comparison.seeds)
         gaining = gaining_runs(files, [f"seed {s}" for s in comparison.seeds], "phrase_detection/loc_acc", LOC_TOLERANCE)
         verdicts = claim_verdicts(runs, gaining)
-        print(f"\ndetector {d}: built-in test split (150 images, 252 phrases), stage-3 seeds {', '.join(map(str, comparison.seeds))}, "
-              f"best validation model tested\n")
+        print(f"\ndetector {d}: built-in test split {world.dataset('flickr30k_entities_test')} (150 images), stage-3 seeds "
+              f"{', '.join(map(str, comparison.seeds))}, best validation model tested\n")
         print(format_table(runs, minutes))
         print("\nWith PPA-augmented positives (paper 003 Table V):\n")
         print(format_table({f"{m}_ppa": rs for m, rs in ppa.items()}))
@@ -339,7 +353,7 @@ def main(argv=None):
         print(format_under_oracle(verdicts, claim_verdicts(complete)))
         print()
         print(schedule_table(comparison, comparison.models, comparison.seeds))
-        title = f"Phrase detection, detector {d}: validation localization accuracy (builtin_flickr30k_entities_val)"
+        title = f"Phrase detection, detector {d}: validation localization accuracy ({world.dataset('flickr30k_entities_val')})"
         print(draw_curves(files, os.path.join(comparison.base, "curves.png"), title, "phrase_detection/loc_acc",
                           LOC_TOLERANCE, "validation loc. acc. (%)"))
         for key, bucket in BUCKETS:

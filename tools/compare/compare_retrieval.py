@@ -3,7 +3,8 @@
 
     python tools/compare/compare_retrieval.py [--output-root output/retrieval_compare] [--seeds 0 1 2]
         [--representations cnn oracle] [--backbone-weights PATH | none] [--word-vectors PATH] [--budget 3000]
-        [--finetune-budget 600] [--val-period 100] [--resume] [--models vse0 vsepp ...] [KEY VALUE ...]
+        [--finetune-budget 600] [--val-period 100] [--resume] [--models vse0 vsepp ...] [--world v3|long_tail]
+        [KEY VALUE ...]
 
 Every model of ``configs/retrieval/`` is trained for each seed on each image representation, then
 the table (mean ± standard deviation over the seeds) and one verdict per claim are printed per
@@ -34,7 +35,10 @@ Runs (one ``train_net.py`` each, ``--resume`` reuses finished ones):
    ranking_only, no_shift), one_stage for both together on pixels; the stage-I models are
    evaluated too (``<name>_stage1``); on the oracle, the stage-I models alone.
 
-Every run validates on ``builtin_flickr30k_captions_val`` every ``--val-period`` iterations and
+``--world long_tail`` puts every run in the long-tailed built-in world (the same images, captions
+in the long-tailed language, GloVe vectors: phrasedet/engine/comparison/worlds.py).
+
+Every run validates on ``builtin_flickr30k_captions_val`` (its world's) every ``--val-period`` iterations and
 tests its best validation snapshot (``PHRASEDET.SELECTION``). Extra ``KEY VALUE`` pairs go to every run.
 """
 import argparse
@@ -48,8 +52,9 @@ sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison.protocol import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
                                          oracle_features, pretrained_cnn, representation_records, selection_opts,
-                                         add_word_vectors_argument, config_of, run_opts, word_vectors_digest,
+                                         add_word_vectors_argument, config_of, run_opts, word_vectors_digest, word_vectors_line,
                                          selected_weights)
+from phrasedet.engine.comparison.worlds import WORLDS, add_world_argument, get_world  # noqa: E402
 from phrasedet.engine.comparison.retrieval_claims import claim_verdicts, format_claims, format_seed_table  # noqa: E402
 from phrasedet.engine.comparison.runs import finished, run_tool, train_run  # noqa: E402
 
@@ -60,8 +65,7 @@ INSTANCE = {"instance_loss": "instance_loss", "ranking_only": "instance_loss_ran
             "one_stage": "instance_loss_one_stage", "no_shift": "instance_loss_no_shift"}
 STAGE1_EVALUATED = ("instance_loss", "ranking_only", "no_shift")
 MODELS = ["untrained"] + FROZEN + list(TUNED) + list(INSTANCE)
-VAL, SPLITS = "builtin_flickr30k_captions_val", ("builtin_flickr30k_captions_train", "builtin_flickr30k_captions_val",
-                                                 "builtin_flickr30k_captions_test")
+SPLITS = WORLDS["v3"].caption_splits()  # (train, val, test) of the default world; --world: that world's
 FINETUNE_LR = 2e-5  # VSE++: the second half's learning rate, kept while the CNN is fine-tuned
 
 
@@ -69,11 +73,11 @@ def _config(name):
     return os.path.join(ROOT, "configs", "retrieval", f"{name}.yaml")
 
 
-def extract_features(root, weights, resume, opts):
+def extract_features(root, weights, resume, opts, splits=SPLITS):
     """The CNN's pooled features of every split into ``<root>/features``."""
     out = os.path.join(root, "features")
     if not (resume and os.path.isfile(os.path.join(out, "extractor.pth"))):
-        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out, *dataset_flags(SPLITS),
+        run_tool("extract_image_features.py", "--config-file", _config("vsepp"), "--output-dir", out, *dataset_flags(splits),
                  "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", weights, *opts)
     return out
 
@@ -98,7 +102,7 @@ class Comparison:
     def __init__(self, rep, root, features, weights, args, records=None):
         self.rep, self.root, self.features, self.weights, self.args = rep, root, features, weights, args
         self.on_features = ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features]
-        self.select = selection_opts(VAL, args.val_period)
+        self.select = selection_opts(args.splits[1], args.val_period)
         self.records = records
 
     def train(self, name, config, out, opts, flags=(), resume=None):
@@ -201,15 +205,16 @@ class Comparison:
 def representation_inputs(rep, root, args):
     """(features folder, CNN weights or '') of a representation."""
     if rep == "oracle":
-        return oracle_features(root, args.resume)["global"], ""
+        return oracle_features(root, args.resume, language=get_world(args.world).language)["global"], ""
     weights = pretrained_cnn(args.backbone_weights)
     print(f"image CNN: {weights or 'random initialization'}", flush=True)
-    return extract_features(root, weights, args.resume, args.opts), weights
+    return extract_features(root, weights, args.resume, args.opts, args.splits), weights
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--output-root", default=os.path.join(ROOT, "output", "retrieval_compare"))
+    p.add_argument("--output-root", default="", help="default: output/retrieval_compare, with _<world> for a world "
+                   "other than v3")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     p.add_argument("--representations", nargs="+", default=list(REPRESENTATIONS), choices=REPRESENTATIONS)
@@ -221,11 +226,15 @@ def main(argv=None):
     p.add_argument("--record-root", default="", help="keep each finished run's record here and restore from it "
                    "(phrasedet/engine/comparison/run_records.py; the project's: results/retrieval_compare)")
     add_word_vectors_argument(p)
+    add_world_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
-    args.opts = run_opts(args)
+    world = get_world(args.world)
+    args.output_root = args.output_root or os.path.join(ROOT, "output", "retrieval_compare" + world.suffix)
+    args.opts, args.splits = run_opts(args, world.retrieval_opts()), world.caption_splits()
+    print(f"world: {world.name} (captions {', '.join(args.splits)})", flush=True)
     text = word_vectors_digest(_config("vse0"), args.opts)
-    print(f"word vectors: {args.word_vectors or 'word2vec trained here'} (fingerprint {text})", flush=True)
+    print(word_vectors_line(args, _config("vse0"), text), flush=True)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget,
                                            "finetune_budget": args.finetune_budget, "word_vectors": text,
                                            "representations": {}}
@@ -233,7 +242,7 @@ def main(argv=None):
         root = os.path.join(args.output_root, rep)
         features, weights = representation_inputs(rep, root, args)
         records = representation_records(root, args.record_root, rep, weights,
-                                         os.path.join(features, f"{SPLITS[0]}.npy"), word_vectors=text)
+                                         os.path.join(features, f"{args.splits[0]}.npy"), word_vectors=text)
         comparison = Comparison(rep, root, features, weights, args, records)
         runs, minutes = {}, {}
         for seed in args.seeds:
@@ -244,13 +253,13 @@ def main(argv=None):
                     minutes.setdefault(name, []).append(spent)
         mean_minutes = {m: sum(v) / len(v) for m, v in minutes.items()}
         verdicts = claim_verdicts(runs)
-        print(f"\n{rep}: built-in test split (150 images, 750 captions), seeds {', '.join(map(str, args.seeds))}, "
+        print(f"\n{rep}: built-in test split {args.splits[2]} (150 images, 750 captions), seeds {', '.join(map(str, args.seeds))}, "
               f"budget {args.budget} (fine-tuning {args.finetune_budget}), best validation snapshot tested\n")
         print(format_seed_table(runs, mean_minutes))
         print()
         print(format_claims(verdicts))
         plateaus = draw_curves(comparison.curves(args.seeds), os.path.join(root, "learning_curves.png"),
-                               f"Retrieval, {rep}: validation rsum (builtin_flickr30k_captions_val)")
+                               f"Retrieval, {rep}: validation rsum ({args.splits[1]})")
         print(plateaus)
         summary["representations"][rep] = {"backbone_weights": weights, "features": features, "runs": runs,
                                            "minutes": mean_minutes, "verdicts": verdicts}

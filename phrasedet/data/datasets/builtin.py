@@ -76,7 +76,8 @@ from .register import (
 from .visual_genome import load_visual_genome_pointing
 from .vsepp_precomp import load_vsepp_precomp
 
-__all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root", "builtin_language_of", "BUILTIN_LANGUAGES"]
+__all__ = ["datasets_root", "register_all_builtin", "builtin_dataset_root", "builtin_language_of", "builtin_name",
+           "BUILTIN_LANGUAGES"]
 
 _SPLITS_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "splits")
 FLICKR_SPLITS = ("train", "val", "test")
@@ -184,6 +185,15 @@ def builtin_dataset_root(language="v3"):
     from phrasedet.data.synthetic import ensure_builtin_dataset
 
     return ensure_builtin_dataset(language=language)
+
+
+def builtin_name(name, language="v3"):
+    """The registered built-in split ``name`` (``"flickr30k_entities_val"``) in ``language``:
+    ``builtin_flickr30k_entities_val`` (v3), ``builtin_longtail_flickr30k_entities_val`` (long_tail)."""
+    prefixes = {lang: prefix for prefix, lang in BUILTIN_LANGUAGES.items()}
+    if language not in prefixes:
+        raise KeyError(f"no built-in language {language!r} (known: {', '.join(prefixes)})")
+    return f"builtin_{prefixes[language]}{name}"
 
 
 def builtin_language_of(dataset_name):

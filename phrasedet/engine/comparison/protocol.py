@@ -16,7 +16,8 @@ from ..model_selection import read_selection
 
 __all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
            "selection_opts", "selected_weights", "draw_curves", "gaining_runs", "dataset_flags",
-           "representation_records", "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of"]
+           "representation_records", "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of",
+           "word_vectors_line", "word_vectors_opts"]
 
 REPRESENTATIONS = ("cnn", "oracle")
 #: A curve has flattened where it never again gains more than this (rsum points) over its best so far.
@@ -35,16 +36,18 @@ def pretrained_cnn(arg: str) -> str:
     return ensure_builtin_cnn()
 
 
-def oracle_features(root: str, resume: bool, grid: int = 16) -> dict:
-    """The oracle's global features and maps of the built-in caption and pointing splits in
+def oracle_features(root: str, resume: bool, grid: int = 16, language: str = "v3") -> dict:
+    """The oracle's global features and maps of the built-in caption and pointing splits (those of
+    ``language``; the scenes, so the features, are the same in every language) in
     ``<root>/features``: {"global": dir, "maps": dir} (kept by ``resume``)."""
-    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.datasets.builtin import builtin_dataset_root, builtin_name
     from phrasedet.data.synthetic.ground_truth import SPLITS, load_ground_truth
     from phrasedet.data.synthetic.oracle import write_oracle_features
 
     out = os.path.join(root, "features")
     dirs = {"global": os.path.join(out, "global"), "maps": os.path.join(out, "maps")}
-    names = [f"builtin_flickr30k_captions_{s}" for s in SPLITS] + [f"builtin_flickr30k_pointing_{s}" for s in ("val", "test")]
+    names = ([builtin_name(f"flickr30k_captions_{s}", language) for s in SPLITS]
+             + [builtin_name(f"flickr30k_pointing_{s}", language) for s in ("val", "test")])
     done = all(os.path.isfile(os.path.join(d, f"{n}.npy")) for d in dirs.values() for n in names)
     if not (resume and done):
         write_oracle_features(out, names, grid, load_ground_truth(builtin_dataset_root()))
@@ -77,16 +80,22 @@ def add_word_vectors_argument(parser) -> None:
                              "results/word_vectors/builtin_word2vec.bin); default: word2vec trained here")
 
 
-def run_opts(args) -> list:
-    """The ``KEY VALUE`` overrides of every run of a comparison: those that make it read
-    ``--word-vectors`` (a word2vec binary file), then the user's (a leading ``--`` dropped)."""
-    text = []
-    if args.word_vectors:
-        if not os.path.isfile(args.word_vectors):
-            raise FileNotFoundError(f"--word-vectors: no file {args.word_vectors}")
-        text = ["PHRASEDET.TEXT.WORD_VECTORS", "file", "PHRASEDET.TEXT.WORD_VECTORS_PATH",
-                os.path.abspath(args.word_vectors), "PHRASEDET.TEXT.WORD_VECTORS_FORMAT", "word2vec_binary"]
-    return [*text, *(args.opts[1:] if args.opts[:1] == ["--"] else args.opts)]
+def word_vectors_opts(args) -> list:
+    """The ``KEY VALUE`` overrides that make a run read ``--word-vectors`` (a word2vec binary
+    file); none without it."""
+    if not args.word_vectors:
+        return []
+    if not os.path.isfile(args.word_vectors):
+        raise FileNotFoundError(f"--word-vectors: no file {args.word_vectors}")
+    return ["PHRASEDET.TEXT.WORD_VECTORS", "file", "PHRASEDET.TEXT.WORD_VECTORS_PATH",
+            os.path.abspath(args.word_vectors), "PHRASEDET.TEXT.WORD_VECTORS_FORMAT", "word2vec_binary"]
+
+
+def run_opts(args, world=()) -> list:
+    """The ``KEY VALUE`` overrides of every run of a comparison: ``world``'s (those that put the
+    run in a built-in world, :mod:`.worlds`), those that make it read ``--word-vectors``, then the
+    user's (a leading ``--`` dropped). Later keys win."""
+    return [*world, *word_vectors_opts(args), *(args.opts[1:] if args.opts[:1] == ["--"] else args.opts)]
 
 
 def word_vectors_digest(config: str, opts) -> str:
@@ -97,6 +106,13 @@ def word_vectors_digest(config: str, opts) -> str:
     from phrasedet.text.word_vectors import keyed_vectors_fingerprint
 
     return keyed_vectors_fingerprint(build_word_vectors(config_of(config, opts)))
+
+
+def word_vectors_line(args, config: str, digest: str) -> str:
+    """What a comparison prints of its word vectors: ``--word-vectors``, else the runs' source
+    (``PHRASEDET.TEXT.WORD_VECTORS`` of ``config`` with ``args.opts``), and their fingerprint."""
+    source = args.word_vectors or config_of(config, args.opts).PHRASEDET.TEXT.WORD_VECTORS
+    return f"word vectors: {'word2vec trained here' if source == 'word2vec' else source} (fingerprint {digest})"
 
 
 def config_of(config: str, opts=()):
