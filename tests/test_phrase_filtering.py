@@ -13,10 +13,10 @@ from detectron2.data import DatasetCatalog, MetadataCatalog
 import phrasedet  # noqa: F401
 from phrasedet.config import add_phrasedet_config
 from phrasedet.engine import PhrasedetTrainer
-from phrasedet.engine.phrase_filtering import (build_phrase_filter, build_retrieval_model, retrieval_config,
-                                               sentence_database, top_n_indices)
+from phrasedet.engine.phrase_filtering import (build_phrase_filter, build_retrieval_model, random_phrase_filter,
+                                               retrieval_config, sentence_database, top_n_indices)
 from phrasedet.evaluation import PhraseFilter, test_vocabulary
-from phrasedet.evaluation.phrase_detection.phrase_filter import caption_tokens
+from phrasedet.evaluation.phrase_detection.phrase_filter import caption_tokens, phrase_tokens
 from phrasedet.modeling.meta_arch.image_text_embedding import ImageTextEmbedding
 from .tool_runs import tool_path
 
@@ -235,5 +235,27 @@ def test_build_tool_writes_the_filter_and_prints_its_recall(weights, tmp_path, c
     assert f.top_n == 3 and len(f) == NUM_TEST and all(len(c) == 3 for c in f.captions.values())
     from phrasedet.evaluation.phrase_detection.dataset import load_test_split
 
-    assert summary["recall"] == pytest.approx(100.0 * f.recall(load_test_split(SMALL_TEST)[1]))
+    gt = load_test_split(SMALL_TEST)[1]
+    assert summary["recall"] == pytest.approx(100.0 * f.recall(gt))
     assert '"recall_zero_shot"' in capsys.readouterr().out
+    # the random-sentences baseline: its pairs kept as a slow count over every (image, phrase) gives it
+    baseline, _ = random_phrase_filter(tool_cfg := _cfg(tmp_path, TOP_N=3), list(f.tokens), seed=0)
+    kept = sum(bool(set(phrase_tokens(p)) & baseline.tokens[i]) for i in f.tokens for p in gt.phrases)
+    assert summary["random_sentences"]["kept_pairs"] == pytest.approx(100.0 * kept / (len(f) * gt.num_phrases))
+    assert summary["tokens_allowed_per_image"] == pytest.approx(np.mean([len(t) for t in f.tokens.values()]))
+    assert summary["database_tokens"] == len(set().union(*map(caption_tokens, sentence_database(retrieval_config(tool_cfg)[0]))))
+
+
+def test_the_random_sentences_baseline_draws_top_n_distinct_sentences_per_image_again_with_its_seed(weights, tmp_path):
+    cfg = _cfg(tmp_path)
+    captions = sentence_database(retrieval_config(cfg)[0])
+    ids = [str(i) for i in range(20)]
+    a, tokens = random_phrase_filter(cfg, ids, seed=3)
+    b, _ = random_phrase_filter(cfg, ids, seed=3)
+    c, _ = random_phrase_filter(cfg, ids, seed=4)
+    assert a.captions == b.captions != c.captions and a.retrieval_model == "random (seed 3)"
+    for i in ids:
+        assert len(set(a.captions[i])) == TOP_N and all(0 <= k < len(captions) for k in a.captions[i])
+        assert a.tokens[i] == set().union(*(caption_tokens(captions[k]) for k in a.captions[i]))
+    assert tokens == len({w for caption in captions for w in caption_tokens(caption)})
+    assert len({tuple(a.captions[i]) for i in ids}) == len(ids)  # each image its own draw

@@ -24,7 +24,7 @@ checkpoint is then loaded without its backbone tensors (it has none). The image 
 import logging
 import os
 import time
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -35,12 +35,13 @@ from detectron2.modeling import build_model
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data import CaptionDatasetMapper
 from phrasedet.evaluation import PhraseFilter
+from phrasedet.evaluation.phrase_detection.phrase_filter import caption_tokens
 from phrasedet.modeling.sentence_encoders import training_captions
 from phrasedet.paths import resolve_data_path
 
 from .staged.model_surgery import load_weights
 
-__all__ = ["PHRASE_FILTER_FILE", "phrase_filter_enabled", "check_phrase_filter_config", "retrieval_config",
+__all__ = ["PHRASE_FILTER_FILE", "random_phrase_filter", "phrase_filter_enabled", "check_phrase_filter_config", "retrieval_config",
            "build_retrieval_model", "sentence_database", "top_n_indices", "build_phrase_filter"]
 
 logger = logging.getLogger("phrasedet.engine")
@@ -258,3 +259,20 @@ def build_phrase_filter(cfg, dataset_name: str, output_path: Optional[str] = Non
         phrase_filter.save(path)
         logger.info("Saved the phrase filter of %s to %s", dataset_name, path)
     return phrase_filter
+
+
+def random_phrase_filter(cfg, image_ids: Sequence[str], seed: int = 0) -> Tuple[PhraseFilter, int]:
+    """The filtering rule's baseline: for each image, ``TEST.PHRASE_FILTER.TOP_N`` sentences of the
+    retrieval config's sentence database drawn at random (without replacement; ``seed``) instead of
+    retrieved. What the rule keeps with them is what it keeps with no knowledge of the image: a
+    filter that keeps as much is not selective because of its model. Returns (filter, number of
+    distinct tokens in the sentence database)."""
+    rcfg, _ = retrieval_config(cfg)
+    captions = sentence_database(rcfg)
+    top_n = min(cfg.TEST.PHRASE_FILTER.TOP_N, len(captions))
+    rng = np.random.default_rng(seed)
+    rows = [rng.choice(len(captions), top_n, replace=False) for _ in image_ids]
+    vocabulary = set().union(*(caption_tokens(c) for c in captions))
+    return PhraseFilter.from_retrieved(list(image_ids), rows, captions, top_n, retrieval_model=f"random (seed {seed})"), \
+        len(vocabulary)
+

@@ -12,7 +12,10 @@
 
 The file is what ``tools/evaluation/evaluate_predictions.py --phrase-filter`` and ``TEST.PHRASE_FILTER.FILE``
 read. Prints the filter's recall (test instances whose phrase survives in their image, per
-zero/few/common bucket), the share of (image, phrase) pairs kept and the time spent.
+zero/few/common bucket), the share of (image, phrase) pairs kept, the distinct tokens of the
+sentence database and those allowed per image, and the time spent; and, as a baseline, the same
+rule's recall and pairs kept with ``TOP_N`` sentences drawn at random for each image (``--seed``):
+a filter that keeps no fewer pairs than that is not selective because of its model.
 """
 import argparse
 import json
@@ -28,9 +31,13 @@ from detectron2.utils.logger import setup_logger
 
 from phrasedet.config import add_phrasedet_config
 from phrasedet.data.statistics import training_vocabulary
-from phrasedet.engine.phrase_filtering import build_phrase_filter
+from phrasedet.engine.phrase_filtering import build_phrase_filter, random_phrase_filter
 from phrasedet.evaluation.phrase_detection.dataset import load_test_split, train_dataset_of
 from phrasedet.text.vocab import BUCKETS
+
+
+def _mean_tokens(phrase_filter) -> float:
+    return sum(len(t) for t in phrase_filter.tokens.values()) / max(1, len(phrase_filter.tokens))
 
 
 def main(argv=None) -> dict:
@@ -38,6 +45,7 @@ def main(argv=None) -> dict:
     p.add_argument("--dataset", required=True, help="registered phrase-detection test split")
     p.add_argument("--output", required=True, help="where to write the filter (JSON)")
     p.add_argument("--config-file", default=None, help="a phrase-detection config (MODEL.DEVICE, TEST.PHRASE_FILTER)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random-sentences baseline")
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides")
     args = p.parse_args(argv)
     cfg = get_cfg()
@@ -58,9 +66,15 @@ def main(argv=None) -> dict:
     vocabulary = training_vocabulary([train_dataset_of(args.dataset)], cfg.PHRASEDET.VOCAB.BUCKET_THRESHOLDS)
     stats = phrase_filter.statistics(gt, vocabulary)
     model = phrase_filter.retrieval_model
+    baseline, database_tokens = random_phrase_filter(cfg, list(phrase_filter.tokens), seed=args.seed)
+    chance = baseline.statistics(gt, vocabulary)
     summary = {"dataset": args.dataset, "top_n": phrase_filter.top_n, "num_images": gt.num_images,
                "recall": 100.0 * stats["recall"], **{f"recall_{b}": 100.0 * stats[f"recall_{b}"] for b in BUCKETS},
-               "kept_pairs": 100.0 * stats["kept"], "seconds_total": round(seconds, 2),
+               "kept_pairs": 100.0 * stats["kept"], "database_tokens": database_tokens,
+               "tokens_allowed_per_image": _mean_tokens(phrase_filter),
+               "random_sentences": {"seed": args.seed, "recall": 100.0 * chance["recall"], "kept_pairs": 100.0 * chance["kept"],
+                                    "tokens_allowed_per_image": _mean_tokens(baseline)},
+               "seconds_total": round(seconds, 2),
                "seconds_caption_embedding": model["caption_seconds"], "seconds_per_image": model["seconds_per_image"],
                "output": args.output}
     print(json.dumps(summary, indent=1))
