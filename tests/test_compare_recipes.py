@@ -215,7 +215,7 @@ def test_the_long_tail_world_puts_every_run_and_the_filter_model_in_it(tmp_path,
 
     monkeypatch.setattr(compare, "train_run", train_run)
     monkeypatch.setattr(compare, "run_tool", lambda *args, **kw: tools.append(args))
-    compare.main(_args(tmp_path, "--world", "long_tail", "--models", "cite_cca", "--filter-weights", ""))
+    compare.main(_args(tmp_path, "--world", "long_tail", "--models", "cite_cca", "detector", "--filter-weights", ""))
     assert capsys.readouterr().out.startswith("world: long_tail (test split builtin_longtail_flickr30k_entities_test)\n"
                                               "word vectors: glove_6b_50d (fingerprint text)\n")
     # the filter model is paper 000's network trained on the long-tailed captions
@@ -230,3 +230,6 @@ def test_the_long_tail_world_puts_every_run_and_the_filter_model_in_it(tmp_path,
     filtered = [c for c in fake_runs if c[0] == "cite_cca_filtered"]
     assert len(filtered) == 2 and "'builtin_longtail_flickr30k_captions_train'" in filtered[0][4]["TEST.PHRASE_FILTER.RETRIEVAL_OPTS"]
     assert "glove_6b_50d" in filtered[0][4]["TEST.PHRASE_FILTER.RETRIEVAL_OPTS"]
+    # a model's own keys win over the world's: the detector's classifier is tested with no selection split
+    untrained = [c for c in fake_runs if c[0] == "detector"]
+    assert untrained and untrained[0][4]["PHRASEDET.RECIPE.SELECTION.DATASET"] == ""

@@ -73,7 +73,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     args.opts = run_opts(args)
     text = word_vectors_digest(_config("dsve_loc"), args.opts)
-    print(word_vectors_line(args, _config("dsve_loc"), text), flush=True)
+    print(word_vectors_line(args, _config("dsve_loc"), args.opts, text), flush=True)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget, "word_vectors": text,
                                            "representations": {}}
     protocol = hit_rule(args.models[0], args.opts)

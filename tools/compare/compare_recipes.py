@@ -178,7 +178,7 @@ class DetectorComparison:
         config, extra, _ = MODELS[model]
         seed_opts = ["SEED", self.d if seed is None else seed]
         return train_run(model, _config(config), out or self.out(model, seed), self.args.resume if resume is None else resume,
-                         [*EVERY_RUN, *weights_opts, *extra, *seed_opts, *self.args.opts], flags, records)
+                         [*self.args.world_opts, *EVERY_RUN, *weights_opts, *extra, *seed_opts, *self.args.opts], flags, records)
 
     def run(self, text_digest):
         """Every model's runs: ({model: [metrics per seed]}, {model: mean minutes})."""
@@ -247,7 +247,8 @@ class DetectorComparison:
         keys = ["MODEL.WEIGHTS", weights, "TEST.PHRASE_FILTER.RETRIEVAL_CONFIG", f["config"], "TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS",
                 f["weights"], "TEST.PHRASE_FILTER.RETRIEVAL_OPTS", repr(list(f["opts"])), "TEST.PHRASE_FILTER.TOP_N", 75]
         results, _ = train_run("cite_cca_filtered", _config("cite_cca"), out, self.args.resume,
-                               [*EVERY_RUN, *keys, "SEED", seed, *self.args.opts], ["--eval-only"], self.records)
+                               [*self.args.world_opts, *EVERY_RUN, *keys, "SEED", seed, *self.args.opts], ["--eval-only"],
+                               self.records)
         return {**_metrics(results), "unfiltered_mAP": results["phrase_detection_unfiltered"]["mAP"]}
 
     def curve_files(self, models, seeds, suffix=""):
@@ -323,10 +324,11 @@ def main(argv=None):
     args.resume = args.resume or args.records_only
     world = get_world(args.world)
     args.output_root = args.output_root or os.path.join(ROOT, "output", "phrase_detection_compare" + world.suffix)
-    args.opts = run_opts(args, world.phrase_detection_opts())
+    # the world's keys come first, so a model's own (the untrained rows' empty SELECTION.DATASET) and the user's win
+    args.world_opts, args.opts = world.phrase_detection_opts(), run_opts(args)
     print(f"world: {world.name} (test split {world.dataset('flickr30k_entities_test')})", flush=True)
-    text = word_vectors_digest(_config("cite_cca"), args.opts)
-    print(word_vectors_line(args, _config("cite_cca"), text), flush=True)
+    text = word_vectors_digest(_config("cite_cca"), [*args.world_opts, *args.opts])
+    print(word_vectors_line(args, _config("cite_cca"), [*args.world_opts, *args.opts], text), flush=True)
     args.filter = filter_model(args)
     start, summary = time.perf_counter(), {"world": world.name, "detectors": args.detectors, "seeds": args.seeds,
                                            "word_vectors": text, "runs": {}}

@@ -234,7 +234,7 @@ def main(argv=None):
     args.opts, args.splits = run_opts(args, world.retrieval_opts()), world.caption_splits()
     print(f"world: {world.name} (captions {', '.join(args.splits)})", flush=True)
     text = word_vectors_digest(_config("vse0"), args.opts)
-    print(word_vectors_line(args, _config("vse0"), text), flush=True)
+    print(word_vectors_line(args, _config("vse0"), args.opts, text), flush=True)
     start, summary = time.perf_counter(), {"seeds": args.seeds, "budget": args.budget,
                                            "finetune_budget": args.finetune_budget, "word_vectors": text,
                                            "representations": {}}

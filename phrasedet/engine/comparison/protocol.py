@@ -108,10 +108,10 @@ def word_vectors_digest(config: str, opts) -> str:
     return keyed_vectors_fingerprint(build_word_vectors(config_of(config, opts)))
 
 
-def word_vectors_line(args, config: str, digest: str) -> str:
+def word_vectors_line(args, config: str, opts, digest: str) -> str:
     """What a comparison prints of its word vectors: ``--word-vectors``, else the runs' source
-    (``PHRASEDET.TEXT.WORD_VECTORS`` of ``config`` with ``args.opts``), and their fingerprint."""
-    source = args.word_vectors or config_of(config, args.opts).PHRASEDET.TEXT.WORD_VECTORS
+    (``PHRASEDET.TEXT.WORD_VECTORS`` of ``config`` with ``opts``), and their fingerprint."""
+    source = args.word_vectors or config_of(config, opts).PHRASEDET.TEXT.WORD_VECTORS
     return f"word vectors: {'word2vec trained here' if source == 'word2vec' else source} (fingerprint {digest})"
 
 
