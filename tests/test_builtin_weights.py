@@ -97,3 +97,33 @@ def test_the_checkpoint_loaders_take_the_addresses(places):
     checkpointer = PhrasedetCheckpointer(model)
     with pytest.raises(FileNotFoundError, match=r"^phrasedet://builtin_cnn/model_best.pth: not kept at "):
         checkpointer.load("phrasedet://builtin_cnn/model_best.pth")  # as it is: not a failed download
+
+
+@pytest.mark.parametrize("name", ["builtin_cnn", "builtin_detector"])
+def test_a_pretrained_model_is_trained_from_its_seed_even_the_default_seed_0(name, tmp_path, monkeypatch):
+    import random
+
+    import numpy as np
+
+    from phrasedet.engine import trainer
+
+    class Trainer:  # what every random stream gives the moment the trainer is built
+        def __init__(self, cfg):
+            draws.append((torch.rand(3).tolist(), float(np.random.rand()), random.random()))
+
+        def resume_or_load(self, resume):
+            pass
+
+        def train(self):
+            pass
+
+    draws = []
+    monkeypatch.setattr(trainer, "PhrasedetTrainer", Trainer)
+    config = pretrained_models.builtin_model(name).config
+    for state in (1, 2):  # whatever state the caller's streams are in
+        torch.manual_seed(state), np.random.seed(state), random.seed(state)
+        pretrained_models.train_builtin_model(str(tmp_path / f"seed0_{state}"), config, ["SEED", 0])
+    pretrained_models.train_builtin_model(str(tmp_path / "seed5"), config, ["SEED", 5])
+    torch.manual_seed(0), np.random.seed(0), random.seed(0)
+    assert draws[0] == draws[1] == (torch.rand(3).tolist(), float(np.random.rand()), random.random())
+    assert draws[2] != draws[0]

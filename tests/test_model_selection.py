@@ -177,3 +177,22 @@ def test_a_fresh_run_removes_an_older_early_stop_and_bad_patience_or_record_are_
     (tmp_path / EARLY_STOP_FILE).write_text(json.dumps({"iteration": 3, "patience": 2}))
     with pytest.raises(BadFileError, match=r"early_stop\.json.*'evaluations_without_gain'"):
         read_early_stop(str(tmp_path))
+
+
+def test_every_selection_key_of_a_config_reaches_the_selection_the_mode_included():
+    import os
+
+    from phrasedet.engine.comparison.protocol import config_of
+    from phrasedet.engine.staged.recipe import _selection
+    from phrasedet.engine.staged.selected_training import selection_of
+
+    configs = os.path.join(os.path.dirname(__file__), "..", "configs")
+    keys = ["DATASET", "builtin_flickr30k_captions_val", "PERIOD", 7, "METRIC", "retrieval/loss", "MODE", "min", "PATIENCE", 3]
+    run = config_of(os.path.join(configs, "retrieval", "vse0.yaml"), [f"PHRASEDET.SELECTION.{k}" if i % 2 == 0 else k
+                                                                      for i, k in enumerate(keys)])
+    assert selection_of(run) == Selection("builtin_flickr30k_captions_val", 7, "retrieval/loss", "min", 3)
+    recipe = config_of(os.path.join(configs, "cite_cca.yaml"), [f"PHRASEDET.RECIPE.SELECTION.{k}" if i % 2 == 0 else k
+                                                                for i, k in enumerate(keys)])
+    assert _selection(recipe) == Selection("builtin_flickr30k_captions_val", 7, "retrieval/loss", "min", 3)
+    assert selection_of(config_of(os.path.join(configs, "retrieval", "vse0.yaml"))) is None  # no DATASET: off
+    assert _selection(config_of(os.path.join(configs, "cca.yaml"))) is None  # the frozen CCA trains nothing

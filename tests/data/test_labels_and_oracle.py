@@ -156,3 +156,33 @@ def test_the_spatial_oracle_holds_every_object_somewhere(builtin_root, oracle_di
         pooled = maps.max(axis=(1, 2))
         for o in images[image_id]["objects"]:  # each object, even a 14 px one, covers most of some cell
             assert pooled[object_codes(o)].all(), (image_id, o)
+
+
+def test_an_object_off_the_diagonal_holds_the_cell_its_centre_falls_in():
+    # 128 x 96 at grid 4: cells of 32 x 24 px; the box [100, 110] x [10, 20] contains no cell centre, and its
+    # centre (105, 15) lies in row 0, column 3 (the transposed cell would be row 3, column 0)
+    scene = {"background": "gray", "objects": [obj("red", "circle", box=(100, 10, 110, 20))]}
+    maps = oracle_maps(scene, 128, 96, 4)
+    held = [(i, j) for i in range(4) for j in range(4) if maps[object_codes(scene["objects"][0]), i, j].all()]
+    assert held == [(0, 3)]
+
+
+def test_on_the_generated_scenes_every_object_holds_a_cell_with_its_centre_or_a_centre_inside_it(builtin_root):
+    from phrasedet.data.synthetic.oracle import _cell_owners
+
+    fallbacks, grid = 0, 8  # cells of 16 px: the smallest objects (14 px) contain no cell centre
+    for image_id, image in load_ground_truth(builtin_root).items():
+        w, h, objects = image["width"], image["height"], image["objects"]
+        owners = _cell_owners(objects, w, h, grid)
+        cw, ch = w / grid, h / grid
+        for k, o in enumerate(objects):
+            x0, y0, x1, y1 = o["box"]
+            cells = list(zip(*np.nonzero(owners == k)))
+            assert cells, (image_id, k)
+            for i, j in cells:
+                cx, cy = (j + 0.5) * cw, (i + 0.5) * ch
+                if not (x0 < cx < x1 and y0 < cy < y1):  # a fallback cell: the object's own centre lies in it
+                    fallbacks += 1
+                    mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+                    assert j * cw <= mx < (j + 1) * cw and i * ch <= my < (i + 1) * ch, (image_id, k, grid)
+    assert fallbacks > 0  # the generated data exercise the rule

@@ -67,3 +67,17 @@ def test_flips_only_in_training_and_only_when_asked():
 def test_a_record_without_its_key_is_named():
     with pytest.raises(KeyError, match="image 'x' of an image-labels split has no 'render_key'"):
         _mapper(False, False)({"image_id": "x"})
+
+
+def test_the_pretraining_split_draws_every_combination_the_benchmark_holds_out_of_training():
+    from phrasedet.data.synthetic.pretraining import pretraining_truth
+    from phrasedet.data.synthetic.scene import COLOURS, HELD_OUT_COMBOS, SHAPES
+
+    drawn = {}
+    for record in pretraining_records("train", 400):
+        for o in pretraining_truth(record)["objects"]:
+            drawn[(o["colour"], o["shape"])] = drawn.get((o["colour"], o["shape"]), 0) + 1
+    assert set(drawn) == {(c, s) for c in COLOURS for s in SHAPES}  # all 48, as ImageNet holds every object
+    # the held-out ones as often as the rest: at least half the mean count (the benchmark's training split: never)
+    mean = sum(drawn.values()) / len(drawn)
+    assert min(drawn[c] for c in HELD_OUT_COMBOS) > mean / 2, {c: drawn[c] for c in HELD_OUT_COMBOS}

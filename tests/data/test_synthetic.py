@@ -332,3 +332,31 @@ def test_default_bucket_design(tmp_path):
     assert sum(row["train_count"] > 100 for row in table.values()) >= 5
     held = {f"{c} {s}" for c, s in HELD_OUT_COMBOS}
     assert sum(p in held for p in table) >= 5  # zero-shot phrases by construction
+
+
+@pytest.mark.parametrize("language", ["v3", "long_tail"])
+def test_a_bare_shape_name_refers_only_to_a_shape_alone_in_its_image(language):
+    """On 300 planned scenes: an expression that is nothing but a shape's name ("circle", "disc")
+    is offered for an object only when no other object of the image has its shape."""
+    import numpy as np
+
+    from phrasedet.data.synthetic.captions import referring_expressions
+    from phrasedet.data.synthetic.language import get_language
+    from phrasedet.data.synthetic.scene import plan_scene
+
+    lang = get_language(language)
+    names = {n: shape for shape, ns in lang.shapes.items() for n in ns.names}
+    rng = np.random.default_rng(0)
+    namer = lang.namer(np.random.default_rng(1) if language != "v3" else None, "test")
+    bare = {True: 0, False: 0}  # by whether the shape is alone in the image
+    shared = 0
+    for _ in range(300):
+        scene = plan_scene(rng, "test")
+        for i, o in enumerate(scene.objects):
+            alone = sum(x.shape == o.shape for x in scene.objects) == 1
+            shared += not alone
+            for expression in referring_expressions(scene, i, rng, namer):
+                if expression in names:
+                    assert names[expression] == o.shape
+                    bare[alone] += 1
+    assert bare[False] == 0 and bare[True] > 50 and shared > 100, (bare, shared)

@@ -70,7 +70,9 @@ def _cell_owners(objects: Sequence[dict], width: int, height: int, grid: int) ->
     overlapping the cell most, the first on a tie): the point DSVE-loc's evaluation takes for a
     cell (``MODEL.POINTING.POINT_MODE "centre"``) then hits, by the strict rule, the box of every
     object the cell holds. An object that contains no cell's centre (smaller than a cell) holds the
-    cell its own centre falls in, so that no object is missing from the maps.
+    cell its own centre falls in, so that no object is missing from the maps: none of the generated
+    scenes' at grid 8 or finer (tested); at grid 4, 6 of their 2,424 objects are, where two such
+    objects fall in one cell and the later one takes it.
     """
     cw, ch = width / grid, height / grid
     owners = np.full((grid, grid), -1, np.int64)

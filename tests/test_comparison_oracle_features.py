@@ -1,0 +1,38 @@
+"""phrasedet/engine/comparison/protocol.py: oracle_features writes the oracle's features whenever they
+are not all there, or not asked to be kept (--resume), and keeps them only when both hold."""
+import os
+
+import numpy as np
+import pytest
+
+from phrasedet.data.synthetic.ground_truth import SPLITS
+from phrasedet.engine.comparison.protocol import oracle_features
+
+NAMES = [f"builtin_flickr30k_captions_{s}" for s in SPLITS] + [f"builtin_flickr30k_pointing_{s}" for s in ("val", "test")]
+GRID = 2  # small maps: the rule, not the oracle, is under test here
+
+
+def _files(root):
+    return [os.path.join(root, "features", kind, f"{n}.npy") for kind in ("global", "maps") for n in NAMES]
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_the_oracle_features_are_written_when_missing_rewritten_unless_kept_and_kept_with_resume(tmp_path):
+    dirs = oracle_features(str(tmp_path / "a"), resume=True, grid=GRID)  # --resume with nothing there: written
+    assert all(os.path.isfile(f) for f in _files(tmp_path / "a"))
+    assert dirs == {"global": str(tmp_path / "a" / "features" / "global"), "maps": str(tmp_path / "a" / "features" / "maps")}
+    fresh = {f: np.load(f) for f in _files(tmp_path / "a")}
+    # stale features (another generator, another grid) without --resume: written again
+    stale = _files(tmp_path / "a")[0]
+    np.save(stale, np.zeros((3, 1), np.float32))
+    oracle_features(str(tmp_path / "a"), resume=False, grid=GRID)
+    assert np.array_equal(np.load(stale), fresh[stale])
+    # --resume with one file gone: every file written again, the missing one included
+    os.remove(_files(tmp_path / "a")[-1])
+    np.save(stale, np.zeros((3, 1), np.float32))
+    oracle_features(str(tmp_path / "a"), resume=True, grid=GRID)
+    assert all(np.array_equal(np.load(f), v) for f, v in fresh.items())
+    # --resume with every file there: kept as it is
+    np.save(stale, np.zeros((3, 1), np.float32))
+    oracle_features(str(tmp_path / "a"), resume=True, grid=GRID)
+    assert np.load(stale).shape == (3, 1)
