@@ -142,6 +142,34 @@ SCOPES = {
          *_files("phrasedet/engine/comparison", ["claims.py", "retrieval_claims.py", "pointing_claims.py"])),
         ("tests/test_init_comparison.py", "tests/test_retrieval_claims.py", "tests/test_pointing_claims.py",
          "tests/test_boundaries_claims.py", "tests/test_boundaries_init_comparison.py")),
+    # issue 44: the instrument that judges every claim (the built-in world, selection and curves, the
+    # comparison protocol, the probes and the filter's selectivity figure)
+    "instrument_data": Scope(
+        _files("phrasedet/data/synthetic", ["oracle.py", "labels.py", "pretraining.py", "captions.py", "language.py"]),
+        _files("tests/data", ["test_labels_and_oracle.py", "test_pretraining_split.py", "test_synthetic.py",
+                              "test_language.py", "test_caption_facts.py"]),
+        deselect=("tests/data/test_caption_facts.py::"
+                  "test_the_measure_agrees_with_an_independent_count_on_the_default_dataset",)),
+    "instrument_training": Scope(
+        ("phrasedet/engine/model_selection.py", "phrasedet/engine/staged/selected_training.py",
+         "phrasedet/utils/learning_curves.py", "phrasedet/engine/pretrained_cnn.py", "phrasedet/engine/pretrained_models.py",
+         "phrasedet/modeling/meta_arch/image_classifier.py", "phrasedet/modeling/backbone/builtin_resnet.py"),
+        ("tests/test_model_selection.py", "tests/test_learning_curves.py", "tests/test_builtin_weights.py",
+         "tests/modeling/test_pretraining.py", "tests/test_builtin_detector.py")),
+    "instrument_comparison": Scope(
+        (*_files("phrasedet/engine/comparison", ["protocol.py", "run_records.py", "runs.py", "worlds.py"]),
+         "phrasedet/text/build.py"),
+        ("tests/test_run_records.py", "tests/test_runs.py", "tests/test_comparison_oracle_features.py",
+         "tests/test_comparison_worlds.py", "tests/test_comparison_word_vectors.py", "tests/test_learning_curves.py",
+         "tests/test_compare_recipes.py", "tests/text/test_text_build.py")),
+    "instrument_probes": Scope(
+        ("phrasedet/evaluation/representation_probe.py", "phrasedet/evaluation/region_probe.py",
+         "phrasedet/evaluation/word_vector_probe.py", "phrasedet/engine/phrase_filtering.py"),
+        ("tests/evaluation/test_representation_probe.py", "tests/evaluation/test_region_probe.py",
+         "tests/evaluation/test_word_vector_probe.py", "tests/test_phrase_filtering.py"),
+        # a detector trained and probed by the tool (130 s); GloVe loaded by the tool (24 s)
+        deselect=("tests/evaluation/test_region_probe.py::test_the_tool_probes_a_detector_and_names_a_checkpoint_that_does_not_fit",
+                  "tests/evaluation/test_word_vector_probe.py::test_the_tool_probes_the_long_tailed_sizes_with_glove")),
 }
 
 # Statements that only log: never mutated (mutmut's do_not_mutate_patterns, matched per line).
