@@ -21,6 +21,12 @@ stand-in for ImageNet weights, or ``--backbone-weights``; frozen as in the paper
 its maps are computed once, ``MODEL.RETRIEVAL.IMAGE_INPUT maps``); ``oracle``, the spatial oracle
 (each cell holds the descs of the object that covers it; an upper bound, not a model).
 ``--resume`` reuses every finished run. Extra ``KEY VALUE`` pairs go to every run.
+
+``--study cold_start`` runs issue 43's study instead of the claims: DSVE-loc with the hardest
+negatives from a cold start, and each of ``--variants`` changing one thing of it (a warm-up with
+the sum as long as the sum's own curve needs, the paper's batch of 160, the paper's learning rate,
+a GRU, no pooled dropout: phrasedet/engine/comparison/cold_start.py), into
+``<rep>/cold_start/seed<s>/<variant>``, with whether each left the all-equal plateau.
 """
 import argparse
 import json
@@ -36,6 +42,7 @@ from phrasedet.engine.comparison.protocol import (REPRESENTATIONS, budget_opts, 
                                          add_word_vectors_argument, run_opts, word_vectors_digest, word_vectors_line)
 from phrasedet.engine.comparison.pointing_claims import claim_verdicts, format_claims, format_table, split_results  # noqa: E402
 from phrasedet.engine.comparison.runs import run_tool, train_run  # noqa: E402
+from phrasedet.engine.comparison import cold_start  # noqa: E402
 
 MODELS = ["dsve_loc", "dsve_loc_gap", "dsve_loc_sum", "dsve_loc_warmup"]
 VAL = "builtin_flickr30k_captions_val"
@@ -68,6 +75,11 @@ def main(argv=None):
     p.add_argument("--resume", action="store_true")
     p.add_argument("--record-root", default="", help="keep each finished run's record here and restore from it "
                    "(phrasedet/engine/comparison/run_records.py; the project's: results/pointing_compare)")
+    p.add_argument("--study", default="", choices=["", "cold_start"],
+                   help="cold_start: issue 43's study of the hardest negatives' cold start instead of the claims "
+                        "(phrasedet/engine/comparison/cold_start.py), runs in <rep>/cold_start/")
+    p.add_argument("--variants", nargs="+", default=list(cold_start.VARIANTS), choices=cold_start.VARIANTS,
+                   help="the cold-start study's variants")
     add_word_vectors_argument(p)
     p.add_argument("opts", nargs=argparse.REMAINDER, help="KEY VALUE config overrides for every run")
     args = p.parse_args(argv)
@@ -88,14 +100,20 @@ def main(argv=None):
         on_maps = ["MODEL.RETRIEVAL.IMAGE_INPUT", "maps", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", maps]
         records = representation_records(root, args.record_root, rep, weights, os.path.join(maps, f"{SPLITS[0]}.npy"),
                                          word_vectors=text)
+
+        def seed_opts(seed):
+            return [*on_maps, *budget_opts(args.budget), *selection_opts(VAL, args.val_period), "SEED", seed]
+
+        if args.study == "cold_start":
+            summary["representations"][rep] = run_cold_start(args, root, seed_opts, records)
+            continue
         runs, minutes, curves = {m: [] for m in args.models}, {m: [] for m in args.models}, {m: [] for m in args.models}
         for seed in args.seeds:
             print(f"{rep}, seed {seed}", flush=True)
             for name in args.models:
                 out = os.path.join(root, f"seed{seed}", name)
-                results, spent = train_run(name, _config(name), out, args.resume,
-                                           [*on_maps, *budget_opts(args.budget), *selection_opts(VAL, args.val_period),
-                                            "SEED", seed, *args.opts], records=records)
+                results, spent = train_run(name, _config(name), out, args.resume, [*seed_opts(seed), *args.opts],
+                                           records=records)
                 runs[name].append(split_results(results))
                 minutes[name].append(spent)
                 curves[name].append(os.path.join(out, "metrics.json"))
@@ -113,8 +131,63 @@ def main(argv=None):
                                            "minutes": mean_minutes, "verdicts": verdicts}
     print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
     os.makedirs(args.output_root, exist_ok=True)
-    with open(os.path.join(args.output_root, "comparison.json"), "w") as f:
+    with open(os.path.join(args.output_root, f"comparison_{args.study}.json" if args.study else "comparison.json"), "w") as f:
         json.dump(summary, f, indent=1)
+
+
+SUM_SEEDS = (0, 1, 2)  # the sum's recorded runs whose mean curve sets the warm-up
+
+
+def run_cold_start(args, root, seed_opts, records) -> dict:
+    """Issue 43's study on one representation: for each seed, the cold-start ``dsve_loc`` run (the
+    comparison's own) and each variant (``<root>/cold_start/seed<s>/<variant>``); prints the table.
+    Returns {"warmup": iterations or None, "rows": {model: [row per seed]}}."""
+    from detectron2.data import DatasetCatalog
+
+    from phrasedet.engine.comparison.protocol import config_of
+    from phrasedet.engine.model_selection import read_selection
+    from phrasedet.utils.learning_curves import half_gain_iteration, read_curve
+
+    cfg = config_of(_config("dsve_loc"), args.opts)
+    batch, margin, num_images = cfg.SOLVER.IMS_PER_BATCH, cfg.MODEL.RETRIEVAL.LOSS.MARGIN, len(DatasetCatalog.get(SPLITS[0]))
+    chosen = {}
+
+    def warmup():
+        """The sum's runs (restored from their records, else trained), then where their mean curve is half-way up."""
+        if "warmup" not in chosen:
+            files = []
+            for seed in SUM_SEEDS:
+                out = os.path.join(root, f"seed{seed}", "dsve_loc_sum")
+                train_run("dsve_loc_sum", _config("dsve_loc_sum"), out, args.resume, [*seed_opts(seed), *args.opts],
+                          records=records)
+                files.append(os.path.join(out, "metrics.json"))
+            chosen["warmup"] = half_gain_iteration([read_curve(f) for f in files]) + 1  # validated after iteration i - 1
+            print(f"warm-up: {chosen['warmup']} iterations (the mean validation curve of dsve_loc_sum, seeds "
+                  f"{', '.join(map(str, SUM_SEEDS))}, made half of its gain there)", flush=True)
+        return chosen["warmup"]
+
+    rows = {}
+    for seed in args.seeds:
+        for name in ["dsve_loc", *args.variants]:
+            if name == "dsve_loc":
+                config, extra, out, change = "dsve_loc", [], os.path.join(root, f"seed{seed}", "dsve_loc"), "none (cold start)"
+            else:
+                config = "dsve_loc_warmup" if name == "warmup_half_gain" else "dsve_loc"
+                extra = cold_start.variant_opts(name, num_images, batch, warmup)
+                out, change = os.path.join(root, "cold_start", f"seed{seed}", name), " ".join(map(str, extra))
+            results, _ = train_run(name, _config(config), out, args.resume, [*seed_opts(seed), *extra, *args.opts],
+                                   records=records)
+            run = split_results(results)
+            best = read_selection(out)
+            rows.setdefault(name, []).append({
+                "seed": seed, "change": change, "best": best["value"], "best_iteration": best["iteration"],
+                "i2t_R@1": run["retrieval"]["i2t_R@1"], "t2i_R@1": run["retrieval"]["t2i_R@1"],
+                "pointing": run["pointing"]["accuracy"],
+                "ratio": cold_start.all_equal_ratio(os.path.join(out, "metrics.json"), margin,
+                                                    cold_start.PAPER_BATCH if name == "batch160" else batch)})
+    print(f"\nCold start of the hardest negatives ({os.path.basename(root)}; budget {args.budget}):\n")
+    print(cold_start.format_study(rows))
+    return {"warmup": chosen.get("warmup"), "rows": rows}
 
 
 def hit_rule(model, opts) -> str:

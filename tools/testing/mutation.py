@@ -326,7 +326,7 @@ def write_setup_cfg(scope, workdir):
             f"pytest_add_cli_args_test_selection={block(scope.tests)}\n"
             f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *deselect])}\n"
             f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
-            "also_copy=\n    configs/\n    tools/\n    pytest.ini\n"
+            "also_copy=\n    configs/\n    tools/\n    results/\n    pytest.ini\n"
             "process_isolation=forkserver\n"
             f"timeout_constant={TIMEOUT_CONSTANT_S}\n")
     with open(os.path.join(workdir, "setup.cfg"), "w") as f:
@@ -338,7 +338,7 @@ def prepare_workdir(name, scope, root, fresh):
     if fresh and os.path.isdir(workdir):
         shutil.rmtree(workdir)
     os.makedirs(workdir, exist_ok=True)
-    for entry in ("phrasedet", "tests", "configs", "tools", "pytest.ini"):
+    for entry in ("phrasedet", "tests", "configs", "tools", "results", "pytest.ini"):  # results/: the records some tests read
         link = os.path.join(workdir, entry)
         if not os.path.lexists(link):
             os.symlink(os.path.join(ROOT, entry), link)
