@@ -60,6 +60,7 @@ from phrasedet.engine.comparison.worlds import add_world_argument, get_world  # 
 from phrasedet.engine.comparison.phrase_detection_claims import (BUCKETS, claim_verdicts, format_claims, format_table,  # noqa: E402
                                                              format_under_oracle)
 from phrasedet.engine.comparison.runs import finished, run_tool, train_run  # noqa: E402
+from phrasedet.engine.comparison.unseen_words import format_zero_shot_split, known_words, zero_shot_split  # noqa: E402
 
 #: model -> (config, extra KEY VALUE pairs, trained per stage-3 seed)
 UNTRAINED = ["PHRASEDET.RECIPE.CLASSIFIER_ITERS", 0, "PHRASEDET.RECIPE.SECOND_PHASE.ITERS", 0,
@@ -131,6 +132,17 @@ def presence_oracle(run, records=None):
         return json.load(f)["phrase_detection_presence_oracle"]
 
 
+def test_phrase_aps(run, test_split):
+    """The per-phrase APs (``phrase_aps.json``) of a finished run's test evaluation (its last
+    stage-3 phase that wrote one on ``test_split``), or None."""
+    for stage in reversed(STAGE3):
+        path = os.path.join(run, stage, "inference", test_split, "phrase_aps.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                return json.load(f)
+    return None
+
+
 def _final_model(run):
     """The tested model of a finished recipe run (its ``results.json``'s ``final_model``)."""
     with open(os.path.join(run, "results.json")) as f:
@@ -194,7 +206,7 @@ class DetectorComparison:
         if self.args.records_only:
             self.keep_recorded()
         on_detector = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", weights]
-        runs, ppa, minutes, self.presence = {}, {}, {}, {}
+        runs, ppa, minutes, self.presence, self.aps = {}, {}, {}, {}, {}
         for model in self.models:
             per_seed = MODELS[model][2]
             for seed in (self.seeds if per_seed else [None]):
@@ -204,6 +216,7 @@ class DetectorComparison:
                 ppa.setdefault(model, []).append(results["phrase_detection_ppa"])
                 minutes.setdefault(model, []).append(spent)
                 self.presence.setdefault(model, []).append(presence_oracle(self.out(model, seed), self.records))
+                self.aps.setdefault(model, []).append(test_phrase_aps(self.out(model, seed), self.args.test_split))
         if "cite_cca" in ppa:
             runs["cite_cca_ppa"] = ppa["cite_cca"]
         if "cite_cca" in self.models and self.args.filter is not None and self.filtered_recorded():
@@ -277,6 +290,13 @@ def schedule_table(comparison, models, seeds) -> str:
     return "\n".join(lines)
 
 
+def training_words(dataset):
+    """The words of the training phrases of ``dataset`` (what makes a zero-shot word unseen)."""
+    from phrasedet.data.statistics import training_vocabulary
+
+    return known_words(training_vocabulary([dataset]).phrases())
+
+
 def filter_model(args):
     """The retrieval model of the filtering rows: {"config", "weights", "opts"}, or None."""
     if args.filter_weights == "none":
@@ -327,6 +347,8 @@ def main(argv=None):
     # the world's keys come first, so a model's own (the untrained rows' empty SELECTION.DATASET) and the user's win
     args.world_opts, args.opts = world.phrase_detection_opts(), run_opts(args)
     print(f"world: {world.name} (test split {world.dataset('flickr30k_entities_test')})", flush=True)
+    args.test_split = world.dataset("flickr30k_entities_test")
+    args.known_words = training_words(world.dataset("flickr30k_entities_train"))
     text = word_vectors_digest(_config("cite_cca"), [*args.world_opts, *args.opts])
     print(word_vectors_line(args, _config("cite_cca"), [*args.world_opts, *args.opts], text), flush=True)
     args.filter = filter_model(args)
@@ -355,6 +377,9 @@ def main(argv=None):
         print(format_under_oracle(verdicts, claim_verdicts(complete)))
         print()
         print(schedule_table(comparison, comparison.models, comparison.seeds))
+        split = {m: [zero_shot_split(a, args.known_words) for a in aps] for m, aps in comparison.aps.items() if None not in aps}
+        print("\nThe zero-shot bucket split in two (phrasedet/engine/comparison/unseen_words.py):\n")
+        print(format_zero_shot_split(split))
         title = f"Phrase detection, detector {d}: validation localization accuracy ({world.dataset('flickr30k_entities_val')})"
         print(draw_curves(files, os.path.join(comparison.base, "curves.png"), title, "phrase_detection/loc_acc",
                           LOC_TOLERANCE, "validation loc. acc. (%)"))
@@ -363,7 +388,7 @@ def main(argv=None):
                         f"{title}, {bucket} phrases", f"phrase_detection/loc_acc_{key.split('_', 1)[1]}", LOC_TOLERANCE,
                         f"validation loc. acc., {bucket} (%)")
         summary["runs"][f"detector{d}"] = {"runs": runs, "ppa": ppa, "presence_oracle": oracle, "minutes": minutes,
-                                           "verdicts": verdicts, "seeds": comparison.seeds}
+                                           "verdicts": verdicts, "seeds": comparison.seeds, "zero_shot_split": split}
     print(f"\n{(time.perf_counter() - start) / 60:.1f} min in all")
     os.makedirs(args.output_root, exist_ok=True)
     with open(os.path.join(args.output_root, f"comparison_{args.study}.json" if args.study else "comparison.json"), "w") as f:
