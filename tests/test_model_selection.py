@@ -196,3 +196,40 @@ def test_every_selection_key_of_a_config_reaches_the_selection_the_mode_included
     assert _selection(recipe) == Selection("builtin_flickr30k_captions_val", 7, "retrieval/loss", "min", 3)
     assert selection_of(config_of(os.path.join(configs, "retrieval", "vse0.yaml"))) is None  # no DATASET: off
     assert _selection(config_of(os.path.join(configs, "cca.yaml"))) is None  # the frozen CCA trains nothing
+
+
+def _before_train(tmp_path, start_iter, initial=None, lines=None, stage="sgd"):
+    """A checkpointer's count of evaluations without gain when its trainer starts at ``start_iter``
+    in ``tmp_path``, whose ``metrics.json`` holds ``lines`` (none: no file)."""
+    from types import SimpleNamespace
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    if lines is not None:
+        (tmp_path / "metrics.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    best = RecordedBestCheckpointer(Selection("val", 1, patience=5), DetectionCheckpointer(_Toy(), save_dir=str(tmp_path)),
+                                    str(tmp_path), stage, initial)
+    best.trainer = SimpleNamespace(start_iter=start_iter)
+    best.before_train()
+    return best.evaluations_without_gain
+
+
+def test_what_a_stage_counts_when_it_starts_is_its_own_validations_since_its_best(tmp_path):
+    key = "phrase_detection/loc_acc"
+    own = {"metric": key, "mode": "max", "value": 70.0, "iteration": 3, "stage": "sgd", "weights": "w"}
+    earlier = {**own, "iteration": 11000, "stage": "adam"}
+    stale = [{"iteration": i, key: 10.0} for i in (0, 1, 5, 9)]
+    assert _before_train(tmp_path / "no_metrics", 8, own) == 0  # resumed, nothing logged yet
+    assert _before_train(tmp_path / "fresh", 0, earlier, stale) == 0  # a fresh start never counts an older run's lines
+    assert _before_train(tmp_path / "after_one_step", 1, None, [{"iteration": 0, key: 10.0}]) == 1  # resumed after 1 step
+    # resumed with the earlier phase's best (iteration 11,000): every validation of this phase counts
+    assert _before_train(tmp_path / "earlier_best", 300, earlier, [{"iteration": 149, key: 60.0}, {"iteration": 299, key: 61.0}]) == 2
+    assert _before_train(tmp_path / "own_best", 8, own, stale) == 2  # its own best at 3: the lines at 5 and 9
+
+
+def test_the_patience_rule_is_checked_right_after_each_validation_and_never_at_the_last_step(tmp_path):
+    # period 3: validations at iterations 2, 5, 8, 11; no gain at 5 and 8: stopped at 8, the 4th never asked for
+    seen, stop = _stopped(tmp_path / "p3", [50.0, 40.0, 40.0, 40.0], patience=2, period=3)
+    assert len(seen) == 3 and stop == {"iteration": 8, "evaluations_without_gain": 2, "patience": 2}
+    # the patience reached at the last validation, on the last step: the run simply ends (its whole budget)
+    seen, _ = _run(tmp_path / "last", [50.0, 40.0, 40.0], patience=2)
+    assert len(seen) == 3 and read_early_stop(str(tmp_path / "last")) is None
