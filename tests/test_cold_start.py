@@ -4,6 +4,7 @@ share, and which runs the study asks for (train_net replaced by a fake)."""
 import glob
 import importlib.util
 import json
+import math
 import os
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from phrasedet.engine.comparison import cold_start
 from phrasedet.engine.comparison.protocol import config_of
-from phrasedet.utils.learning_curves import half_gain_iteration, read_curve
+from phrasedet.utils.learning_curves import half_gain, half_gain_iteration, read_curve
 from .tool_runs import tool_path
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -28,7 +29,7 @@ def test_the_paper_s_halvings_end_epochs_2_to_6_of_the_built_in_split():
     ("no_pooled_dropout", "MODEL.RETRIEVAL.POOLED_DROPOUT", 0.0),
     ("warmup_half_gain", "MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS", 800)])
 def test_each_variant_changes_one_thing_of_dsve_loc(name, key, value):
-    opts = cold_start.variant_opts(name, 600, 64, lambda: 800)
+    opts = cold_start.variant_opts(name, 600, 64, 800)
     cfg, base = config_of(DSVE, opts), config_of(DSVE)
     got = cfg
     for part in key.split("."):
@@ -38,11 +39,11 @@ def test_each_variant_changes_one_thing_of_dsve_loc(name, key, value):
 
 
 def test_the_paper_lr_variant_and_an_unknown_one():
-    cfg = config_of(DSVE, cold_start.variant_opts("paper_lr", 600, 64, lambda: 0))
+    cfg = config_of(DSVE, cold_start.variant_opts("paper_lr", 600, 64, 0))
     assert (cfg.SOLVER.BASE_LR, cfg.SOLVER.GAMMA, tuple(cfg.SOLVER.STEPS)) == (1e-3, 0.5, (19, 28, 38, 47, 56))
     with pytest.raises(KeyError, match=r"no cold-start variant 'lstm' \(known: warmup_half_gain, batch160, paper_lr, gru, "
                                        r"no_pooled_dropout\)"):
-        cold_start.variant_opts("lstm", 600, 64, lambda: 0)
+        cold_start.variant_opts("lstm", 600, 64, 0)
 
 
 def test_the_all_equal_share_of_the_last_tenth_by_hand(tmp_path):
@@ -59,7 +60,8 @@ def test_the_all_equal_share_of_the_last_tenth_by_hand(tmp_path):
 def test_half_gain_by_hand_and_on_the_project_s_recorded_sum_curves():
     assert half_gain_iteration([[(99, 10.0), (199, 12.0), (299, 30.0), (399, 50.0)],
                                 [(99, 10.0), (199, 14.0), (299, 20.0), (399, 50.0), (499, 60.0)]]) == 399  # mean 10, 13, 25, 50
-    assert half_gain_iteration([]) == -1
+    assert half_gain_iteration([]) == -1 and math.isnan(half_gain([])[1])
+    assert half_gain([[(99, 10.0), (199, 30.0)]]) == (199, 20.0)
     # on the recorded dsve_loc_sum runs (cnn, 3 seeds), against the obvious loop over their mean
     files = sorted(glob.glob(os.path.join(ROOT, "results", "pointing_compare", "cnn", "seed*", "dsve_loc_sum", "metrics.json")))
     assert len(files) == 3
@@ -69,15 +71,18 @@ def test_half_gain_by_hand_and_on_the_project_s_recorded_sum_curves():
     half = mean[0] + (max(mean) - mean[0]) / 2
     first = next(i for i, m in zip(iters, mean) if m >= half)
     assert half_gain_iteration([read_curve(f) for f in files]) == first == 799
+    assert half_gain([read_curve(f) for f in files])[1] == pytest.approx(half) and 300 < half < 305
 
 
-def test_the_format_says_which_runs_left_the_plateau():
+def test_the_format_says_which_runs_left_the_plateau_by_their_validation_not_their_loss():
     row = {"seed": 0, "change": "SOLVER.IMS_PER_BATCH 160", "best": 472.04, "best_iteration": 2599, "i2t_R@1": 44.7,
-           "t2i_R@1": 32.4, "pointing": 54.8, "ratio": 0.5}
-    table = cold_start.format_study({"batch160": [row], "dsve_loc": [{**row, "ratio": 1.015, "change": "none"}]})
+           "t2i_R@1": 32.4, "pointing": 54.8, "ratio": 1.02}
+    table = cold_start.format_study({"batch160": [row], "dsve_loc": [{**row, "best": 143.0, "change": "none"}],
+                                     "edge": [{**row, "best": 302.1}]}, 302.1)
+    assert table.splitlines()[0].endswith("| left the plateau (best val. rsum >= 302.1) |")
     assert table.splitlines()[2] == ("| batch160 | 0 | SOLVER.IMS_PER_BATCH 160 | 472.0 (2599) | 44.7 | 32.4 | 77.1 | 54.8 | "
-                                     "0.500 | yes |")
-    assert table.splitlines()[3].endswith("| 1.015 | no |")
+                                     "1.020 | yes |")
+    assert table.splitlines()[3].endswith("| 1.020 | no |") and table.splitlines()[4].endswith("| yes |")
 
 
 def _load_tool():
@@ -112,13 +117,13 @@ def test_the_study_runs_each_variant_after_the_budget_with_the_warm_up_from_the_
     tool.main(["--output-root", str(tmp_path), "--representations", "oracle", "--seeds", "0", "--study", "cold_start",
                "--budget", "400", "--variants", "warmup_half_gain", "paper_lr", "batch160"])
     names = [c[0] for c in calls]
-    # the cold start itself, then the warm-up (after the sum's three seeds), the paper's LR, the batch of 160
-    assert names == ["dsve_loc", "dsve_loc_sum", "dsve_loc_sum", "dsve_loc_sum", "warmup_half_gain", "paper_lr", "batch160"]
+    # the sum's three seeds (the warm-up and the level), the cold start itself, then the variants
+    assert names == ["dsve_loc_sum", "dsve_loc_sum", "dsve_loc_sum", "dsve_loc", "warmup_half_gain", "paper_lr", "batch160"]
     warm = calls[4]
     assert warm[1] == "dsve_loc_warmup.yaml" and warm[2] == str(tmp_path / "oracle" / "cold_start" / "seed0" / "warmup_half_gain")
     assert warm[3]["MODEL.RETRIEVAL.LOSS.WARMUP_ALL_NEGATIVES_ITERS"] == "300"  # the sum is half-way (250) at 299
     assert calls[5][3]["SOLVER.STEPS"] == "(19, 28, 38, 47, 56)" and calls[5][3]["SOLVER.MAX_ITER"] == "400"
     summary = json.loads((tmp_path / "comparison_cold_start.json").read_text())["representations"]["oracle"]
-    assert summary["warmup"] == 300
+    assert summary["warmup"] == 300 and summary["level"] == 250.0
     assert [r["ratio"] for r in summary["rows"]["batch160"]] == [pytest.approx(1.0)]  # 0.4 x 160 against 2 x 0.2 x 160
     assert not (tmp_path / "comparison.json").exists()

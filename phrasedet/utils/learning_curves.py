@@ -13,7 +13,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["read_curve", "join_phases", "plateau_iteration", "half_gain_iteration", "plot_curves", "format_plateaus"]
+__all__ = ["read_curve", "join_phases", "plateau_iteration", "half_gain", "half_gain_iteration", "plot_curves", "format_plateaus"]
 
 Curve = List[Tuple[int, float]]
 
@@ -68,17 +68,23 @@ def plateau_iteration(curve: Curve, tolerance: float) -> int:
     return int(curve[-1][0])
 
 
-def half_gain_iteration(curves: Sequence[Curve]) -> int:
-    """The first iteration at which the mean of ``curves`` (over the iterations they all have) has
-    made half of its gain, from its first value to its best: where a curve that starts on a plateau
-    has left it and is half-way up. -1 when there is no common iteration."""
+def half_gain(curves: Sequence[Curve]) -> Tuple[int, float]:
+    """(iteration, level): the first iteration at which the mean of ``curves`` (over the iterations
+    they all have) has made half of its gain, from its first value to its best, and that half-way
+    level: where a curve that starts on a plateau has left it and is half-way up. (-1, NaN) when
+    there is no common iteration."""
     curves = [c for c in curves if c]
     iters = sorted(set.intersection(*(set(i for i, _ in c) for c in curves))) if curves else []
     if not iters:
-        return -1
+        return -1, float("nan")
     mean = np.array([[dict(c)[i] for i in iters] for c in curves]).mean(0)
     half = mean[0] + 0.5 * (mean.max() - mean[0])
-    return int(iters[int(np.argmax(mean >= half))])
+    return int(iters[int(np.argmax(mean >= half))]), float(half)
+
+
+def half_gain_iteration(curves: Sequence[Curve]) -> int:
+    """The iteration of :func:`half_gain`; -1 when there is no common iteration."""
+    return half_gain(curves)[0]
 
 
 #: A run whose curve flattens only in this last share of its iterations is still gaining at its end.

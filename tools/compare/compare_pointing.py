@@ -141,30 +141,25 @@ SUM_SEEDS = (0, 1, 2)  # the sum's recorded runs whose mean curve sets the warm-
 def run_cold_start(args, root, seed_opts, records) -> dict:
     """Issue 43's study on one representation: for each seed, the cold-start ``dsve_loc`` run (the
     comparison's own) and each variant (``<root>/cold_start/seed<s>/<variant>``); prints the table.
-    Returns {"warmup": iterations or None, "rows": {model: [row per seed]}}."""
+    Returns {"warmup": iterations, "level": the validation rsum that marks the plateau left,
+    "rows": {model: [row per seed]}}."""
     from detectron2.data import DatasetCatalog
 
     from phrasedet.engine.comparison.protocol import config_of
     from phrasedet.engine.model_selection import read_selection
-    from phrasedet.utils.learning_curves import half_gain_iteration, read_curve
+    from phrasedet.utils.learning_curves import half_gain, read_curve
 
     cfg = config_of(_config("dsve_loc"), args.opts)
     batch, margin, num_images = cfg.SOLVER.IMS_PER_BATCH, cfg.MODEL.RETRIEVAL.LOSS.MARGIN, len(DatasetCatalog.get(SPLITS[0]))
-    chosen = {}
-
-    def warmup():
-        """The sum's runs (restored from their records, else trained), then where their mean curve is half-way up."""
-        if "warmup" not in chosen:
-            files = []
-            for seed in SUM_SEEDS:
-                out = os.path.join(root, f"seed{seed}", "dsve_loc_sum")
-                train_run("dsve_loc_sum", _config("dsve_loc_sum"), out, args.resume, [*seed_opts(seed), *args.opts],
-                          records=records)
-                files.append(os.path.join(out, "metrics.json"))
-            chosen["warmup"] = half_gain_iteration([read_curve(f) for f in files]) + 1  # validated after iteration i - 1
-            print(f"warm-up: {chosen['warmup']} iterations (the mean validation curve of dsve_loc_sum, seeds "
-                  f"{', '.join(map(str, SUM_SEEDS))}, made half of its gain there)", flush=True)
-        return chosen["warmup"]
+    files = []
+    for seed in SUM_SEEDS:  # the sum's runs (restored from their records, else trained): the warm-up and the level
+        out = os.path.join(root, f"seed{seed}", "dsve_loc_sum")
+        train_run("dsve_loc_sum", _config("dsve_loc_sum"), out, args.resume, [*seed_opts(seed), *args.opts], records=records)
+        files.append(os.path.join(out, "metrics.json"))
+    iteration, level = half_gain([read_curve(f) for f in files])
+    warmup = iteration + 1  # validated after iteration i - 1
+    print(f"warm-up: {warmup} iterations; plateau left at validation rsum {level:.1f} (where the mean validation curve "
+          f"of dsve_loc_sum, seeds {', '.join(map(str, SUM_SEEDS))}, made half of its gain)", flush=True)
 
     rows = {}
     for seed in args.seeds:
@@ -186,8 +181,8 @@ def run_cold_start(args, root, seed_opts, records) -> dict:
                 "ratio": cold_start.all_equal_ratio(os.path.join(out, "metrics.json"), margin,
                                                     cold_start.PAPER_BATCH if name == "batch160" else batch)})
     print(f"\nCold start of the hardest negatives ({os.path.basename(root)}; budget {args.budget}):\n")
-    print(cold_start.format_study(rows))
-    return {"warmup": chosen.get("warmup"), "rows": rows}
+    print(cold_start.format_study(rows, level))
+    return {"warmup": warmup, "level": level, "rows": rows}
 
 
 def hit_rule(model, opts) -> str:
