@@ -132,3 +132,42 @@ def test_on_the_project_s_records_the_table_s_best_point_is_the_model_selection_
         assert cell == f"{sel['value']:.1f} ({sel['iteration']})", sel_file
         checked += 1
     assert checked >= 80 and ties > 0, (checked, ties)  # 84 runs, 7 of them with a tie for the best, at 8db6c9f
+
+
+def test_read_curve_reads_past_a_blank_line(tmp_path):
+    path = tmp_path / "metrics.json"
+    path.write_text(json.dumps({"iteration": 9, "retrieval/rsum": 1.0}) + "\n\n" + json.dumps({"iteration": 19, "retrieval/rsum": 2.0}) + "\n")
+    assert read_curve(str(path)) == [(9, 1.0), (19, 2.0)]
+
+
+def test_the_table_s_every_line_and_a_run_without_points():
+    table = format_plateaus({"m": [[(100, 5.0), (200, 7.0)], []]}, 1)
+    assert table.splitlines() == ["| model | best validation value (iteration), per run | flattened at (within 1), per run |",
+                                  "|---|---|---|", "| m | 7.0 (200), - | 200, -1 |"]
+
+
+def test_the_picture_draws_each_model_s_mean_and_range_with_its_labels(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    figures, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
+    curves = {"vse0": [[(100, 50.0), (200, 60.0), (300, 1.0)], [(100, 40.0), (200, 70.0)]], "vsepp": [[(100, 30.0), (200, 31.0)]],
+              "none": [[]]}
+    path = plot_curves(curves, str(tmp_path / "new" / "c.png"), "the title")
+    assert Image.open(path).size == (900, 550)  # 9 x 5.5 in at 100 dpi, in a folder made for it
+    ax = figures[0].axes[0]
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("the title", "iteration", "validation rsum")
+    vse0, vsepp = ax.get_lines()
+    assert list(vse0.get_xdata()) == [100, 200] and list(vse0.get_ydata()) == [45.0, 65.0]  # the iterations both runs have
+    assert list(vsepp.get_ydata()) == [30.0, 31.0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["vse0 (2 runs)", "vsepp (1 run)"]
+    band, = ax.collections  # only vse0 has a range: its min and max at each iteration
+    assert band.get_alpha() == 0.15 and tuple(band.get_facecolor()[0][:3]) == pytest.approx(
+        __import__("matplotlib.colors").colors.to_rgb(vse0.get_color()))
+    ys = sorted({round(float(y), 6) for y in band.get_paths()[0].vertices[:, 1]})
+    assert ys == [40.0, 50.0, 60.0, 70.0]
+    assert ax.xaxis._major_tick_kw.get("gridOn") or any(l.get_visible() for l in ax.get_xgridlines())
+    close("all")
+    plot_curves(curves, str(tmp_path / "y.png"), "t", ylabel="validation loc. acc. (%)")
+    assert figures[1].axes[0].get_ylabel() == "validation loc. acc. (%)"

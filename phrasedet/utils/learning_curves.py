@@ -62,10 +62,10 @@ def plateau_iteration(curve: Curve, tolerance: float) -> int:
     if not curve:
         return -1
     values = np.array([v for _, v in curve])
-    for k in range(len(curve)):
+    for k in range(len(curve) - 1):
         if values[k:].max() <= values[: k + 1].max() + tolerance:
             return int(curve[k][0])
-    return int(curve[-1][0])
+    return int(curve[-1][0])  # nothing after the last point: it has flattened there at the latest
 
 
 def half_gain(curves: Sequence[Curve]) -> Tuple[int, float]:
