@@ -5,7 +5,7 @@ from detectron2.data import DatasetCatalog
 
 from phrasedet.text.vocab import BUCKETS, PhraseVocabulary
 
-__all__ = ["split_statistics", "bucket_statistics", "training_vocabulary", "unseen_word_statistics"]
+__all__ = ["split_statistics", "bucket_statistics", "training_vocabulary", "known_words", "unseen_word_statistics"]
 
 
 def training_vocabulary(dataset_names, thresholds=(0, 100)):
@@ -51,6 +51,12 @@ def bucket_statistics(dicts, vocabulary):
     return out
 
 
+def known_words(training_phrases):
+    """The words of the (normalized) training phrases: a zero-shot phrase with any other word has an
+    unseen word."""
+    return {w for p in training_phrases for w in p.split()}
+
+
 def unseen_word_statistics(dicts, vocabulary):
     """How many zero-shot phrases of ``dicts`` hold a word that no training phrase holds (a new
     word, as against a new combination of known words), over the words of the normalized phrases
@@ -60,7 +66,7 @@ def unseen_word_statistics(dicts, vocabulary):
         ``{"phrases": zero-shot phrases, "with_unseen_word": of them, "instances": their
         instances, "instances_with_unseen_word": of them, "unseen_words": sorted new words}``.
     """
-    known = {w for p in vocabulary.phrases() for w in p.split()}
+    known = known_words(vocabulary.phrases())
     instances = Counter(a["phrase"] for d in dicts for a in d["annotations"] if vocabulary.bucket(a["phrase"]) == "zero_shot")
     new = {p: sorted(set(p.split()) - known) for p in instances}
     return {"phrases": len(instances), "with_unseen_word": sum(1 for w in new.values() if w),

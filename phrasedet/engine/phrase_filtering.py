@@ -253,7 +253,7 @@ def build_phrase_filter(cfg, dataset_name: str, output_path: Optional[str] = Non
                 "embedded in %.1f s, %.1f ms per test image, %.1f allowed tokens per image on average",
                 dataset_name, min(f.TOP_N, len(captions)), len(captions), ", ".join(rcfg.DATASETS.TRAIN), len(records),
                 t_build, times["caption_seconds"], 1000.0 * times["image_seconds"] / n,
-                float(np.mean([len(t) for t in phrase_filter.tokens.values()])) if records else 0.0)
+                phrase_filter.mean_tokens())
     path = _default_output(cfg, dataset_name) if output_path is None else output_path
     if path:
         phrase_filter.save(path)

@@ -36,10 +36,6 @@ from phrasedet.evaluation.phrase_detection.dataset import load_test_split, train
 from phrasedet.text.vocab import BUCKETS
 
 
-def _mean_tokens(phrase_filter) -> float:
-    return sum(len(t) for t in phrase_filter.tokens.values()) / max(1, len(phrase_filter.tokens))
-
-
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", required=True, help="registered phrase-detection test split")
@@ -71,9 +67,9 @@ def main(argv=None) -> dict:
     summary = {"dataset": args.dataset, "top_n": phrase_filter.top_n, "num_images": gt.num_images,
                "recall": 100.0 * stats["recall"], **{f"recall_{b}": 100.0 * stats[f"recall_{b}"] for b in BUCKETS},
                "kept_pairs": 100.0 * stats["kept"], "database_tokens": database_tokens,
-               "tokens_allowed_per_image": _mean_tokens(phrase_filter),
+               "tokens_allowed_per_image": phrase_filter.mean_tokens(),
                "random_sentences": {"seed": args.seed, "recall": 100.0 * chance["recall"], "kept_pairs": 100.0 * chance["kept"],
-                                    "tokens_allowed_per_image": _mean_tokens(baseline)},
+                                    "tokens_allowed_per_image": baseline.mean_tokens()},
                "seconds_total": round(seconds, 2),
                "seconds_caption_embedding": model["caption_seconds"], "seconds_per_image": model["seconds_per_image"],
                "output": args.output}

@@ -8,18 +8,15 @@ mean AP of its zero-shot phrases (``phrase_aps.json``, the evaluator's per-phras
 parts below are a partition of it: their phrase-weighted mean is the run's ``mAP_zero_shot``.
 """
 import math
-from typing import Dict, Iterable, List
+from typing import Dict, List
+
+from phrasedet.data.statistics import known_words
 
 from .claims import cell
 
 __all__ = ["known_words", "zero_shot_split", "format_zero_shot_split"]
 
 PARTS = (("unseen_word", "a word unseen in training"), ("seen_words", "seen words only"))
-
-
-def known_words(training_phrases: Iterable[str]) -> set:
-    """The words of the (normalized) training phrases."""
-    return {w for p in training_phrases for w in p.split()}
 
 
 def zero_shot_split(phrase_aps: List[dict], known: set) -> Dict[str, float]:

@@ -214,6 +214,10 @@ class PhraseFilter:
                 out[f"recall_{b}"] = float(kept_instance[sel].mean()) if sel.any() else float("nan")
         return out
 
+    def mean_tokens(self) -> float:
+        """The mean number of tokens allowed per image (0 for a filter of no image)."""
+        return sum(len(t) for t in self.tokens.values()) / max(1, len(self.tokens))
+
     def recall(self, gt: PhraseGroundTruth) -> float:
         """Fraction of the ground-truth instances (rows of ``gt_image`` / ``gt_phrase``) whose
         phrase survives the filter in their image (the best recall a filtered detector can reach)."""
