@@ -36,3 +36,23 @@ def test_the_oracle_features_are_written_when_missing_rewritten_unless_kept_and_
     np.save(stale, np.zeros((3, 1), np.float32))
     oracle_features(str(tmp_path / "a"), resume=True, grid=GRID)
     assert np.load(stale).shape == (3, 1)
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_the_common_oracle_keeps_the_columns_that_more_than_five_training_images_have(tmp_path):
+    from phrasedet.engine.comparison.protocol import common_oracle_features
+
+    out = common_oracle_features(str(tmp_path), resume=False)
+    full = os.path.join(tmp_path, "features", "global")
+    train = np.load(os.path.join(full, f"{NAMES[0]}.npy"))
+    keep = [j for j in range(train.shape[1]) if sum(1 for row in train if row[j] != 0) > 5]  # the slow count
+    assert out == str(tmp_path / "features" / "common") and 0 < len(keep) < train.shape[1]
+    for name in NAMES[:3]:  # the caption splits, rows and ids as the oracle's
+        assert np.array_equal(np.load(os.path.join(out, f"{name}.npy")), np.load(os.path.join(full, f"{name}.npy"))[:, keep])
+        with open(os.path.join(out, f"{name}.txt")) as a, open(os.path.join(full, f"{name}.txt")) as b:
+            assert a.read() == b.read()
+    np.save(os.path.join(out, f"{NAMES[1]}.npy"), np.zeros((3, 1), np.float32))
+    common_oracle_features(str(tmp_path), resume=True)  # kept with --resume
+    assert np.load(os.path.join(out, f"{NAMES[1]}.npy")).shape == (3, 1)
+    common_oracle_features(str(tmp_path), resume=False)  # written again without
+    assert np.load(os.path.join(out, f"{NAMES[1]}.npy")).shape == (60, len(keep))

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from phrasedet.evaluation.retrieval.instance_fit import feature_profile, format_fits, format_profiles, instance_fit
+from phrasedet.evaluation.retrieval.instance_fit import common_columns, feature_profile, format_fits, format_profiles, instance_fit
 
 from ..tool_runs import ROOT
 
@@ -27,6 +27,8 @@ def test_the_profile_of_a_hand_made_representation():
     assert p["rare_mass"] == pytest.approx(100 * (2 / 3 + 0 + 3 / 4) / 3)
     assert p["val_unused_mass"] == pytest.approx(100 * (1 + 0.5 + 0) / 3)  # |-1| counts; a row of zeros counts 0
     assert feature_profile(train, val, rare=3)["rare_dims"] == 3
+    assert common_columns(train, rare=1).tolist() == [True, False, False, False]
+    assert common_columns(train, rare=0).tolist() == [True, True, True, False]
     with pytest.raises(ValueError) as error:
         feature_profile(train, val[:, :3])
     assert str(error.value) == "features must be [N, F] and [M, F] with one F, got (3, 4) and (3, 3)"

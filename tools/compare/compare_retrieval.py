@@ -22,6 +22,10 @@ Representations (``--representations``; docs/RETRIEVAL.md, "The built-in experim
   (``phrasedet/data/synthetic/oracle.py``): an upper bound, not a model. There is no CNN to
   fine-tune: the fine-tuned rows and paper 001's second stage are left out, and paper 001's
   stage-I models train on it alone.
+* ``oracle_common`` (not run by default; a diagnosis of paper 001's stage I, docs/RETRIEVAL.md): the
+  oracle without the columns that are zero in every training image or nonzero in at most 5 of
+  them (phrasedet/evaluation/retrieval/instance_fit.py), so that no column names a few training
+  images. Run like the oracle.
 
 Runs (one ``train_net.py`` each, ``--resume`` reuses finished ones):
 
@@ -51,7 +55,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 
 from phrasedet.engine.comparison.protocol import (REPRESENTATIONS, budget_opts, dataset_flags, draw_curves,  # noqa: E402
-                                         oracle_features, pretrained_cnn, representation_records, selection_opts,
+                                         common_oracle_features, oracle_features, pretrained_cnn, representation_records, selection_opts,
                                          add_word_vectors_argument, config_of, run_opts, word_vectors_digest, word_vectors_line,
                                          selected_weights)
 from phrasedet.engine.comparison.worlds import WORLDS, add_world_argument, get_world  # noqa: E402
@@ -206,6 +210,8 @@ def representation_inputs(rep, root, args):
     """(features folder, CNN weights or '') of a representation."""
     if rep == "oracle":
         return oracle_features(root, args.resume, language=get_world(args.world).language)["global"], ""
+    if rep == "oracle_common":
+        return common_oracle_features(root, args.resume, language=get_world(args.world).language), ""
     weights = pretrained_cnn(args.backbone_weights)
     print(f"image CNN: {weights or 'random initialization'}", flush=True)
     return extract_features(root, weights, args.resume, args.opts, args.splits), weights
@@ -217,7 +223,9 @@ def main(argv=None):
                    "other than v3")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
-    p.add_argument("--representations", nargs="+", default=list(REPRESENTATIONS), choices=REPRESENTATIONS)
+    p.add_argument("--representations", nargs="+", default=list(REPRESENTATIONS), choices=(*REPRESENTATIONS, "oracle_common"),
+                   help="default: cnn oracle; oracle_common (a diagnosis, issue 43): the oracle without its columns "
+                        "nonzero in at most 5 training images")
     p.add_argument("--backbone-weights", default="", help="the CNN (default: the built-in pretrained CNN); 'none': random")
     p.add_argument("--budget", type=int, default=3000, help="iterations of every model trained on a frozen representation")
     p.add_argument("--finetune-budget", type=int, default=600, help="iterations of every run that fine-tunes the CNN")

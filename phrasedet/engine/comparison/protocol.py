@@ -14,7 +14,7 @@ from typing import Sequence
 
 from ..model_selection import read_selection
 
-__all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "budget_opts",
+__all__ = ["REPRESENTATIONS", "PLATEAU_TOLERANCE", "pretrained_cnn", "oracle_features", "common_oracle_features", "budget_opts",
            "selection_opts", "selected_weights", "draw_curves", "gaining_runs", "dataset_flags",
            "representation_records", "add_word_vectors_argument", "run_opts", "word_vectors_digest", "config_of",
            "word_vectors_line", "word_vectors_opts"]
@@ -52,6 +52,31 @@ def oracle_features(root: str, resume: bool, grid: int = 16, language: str = "v3
     if not (resume and done):
         write_oracle_features(out, names, grid, load_ground_truth(builtin_dataset_root()))
     return dirs
+
+
+def common_oracle_features(root: str, resume: bool, language: str = "v3") -> str:
+    """The oracle's global features without the columns that name few training images
+    (:func:`~phrasedet.evaluation.retrieval.instance_fit.common_columns` of the training split: those
+    nonzero in at most ``RARE_SUPPORT`` training images, unused ones included), for every caption
+    split of ``language``, in ``<root>/features/common`` (kept by ``resume``). Returns the folder."""
+    import numpy as np
+
+    from phrasedet.data.datasets.builtin import builtin_name
+    from phrasedet.data.image_features import features_path, write_image_features
+    from phrasedet.data.synthetic.ground_truth import SPLITS
+    from phrasedet.evaluation.retrieval.instance_fit import common_columns
+
+    names = [builtin_name(f"flickr30k_captions_{s}", language) for s in SPLITS]
+    out = os.path.join(root, "features", "common")
+    if resume and all(os.path.isfile(features_path(out, n)) for n in names):
+        return out
+    full = oracle_features(root, resume, language=language)["global"]
+    keep = common_columns(np.load(features_path(full, names[0])))
+    for name in names:
+        with open(features_path(full, name)[: -len(".npy")] + ".txt", encoding="utf-8") as f:
+            ids = [line.rstrip("\n") for line in f]
+        write_image_features(out, name, np.load(features_path(full, name))[:, keep], ids)
+    return out
 
 
 def representation_records(root: str, record_root: str, rep: str, weights: str, features_file: str,

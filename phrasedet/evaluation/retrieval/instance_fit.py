@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from phrasedet.modeling.meta_arch.image_text_embedding import image_key
 
-__all__ = ["RARE_SUPPORT", "dimension_support", "feature_profile", "instance_fit", "format_profiles", "format_fits"]
+__all__ = ["RARE_SUPPORT", "dimension_support", "common_columns", "feature_profile", "instance_fit", "format_profiles",
+           "format_fits"]
 
 #: A column is *rare* when 1 to RARE_SUPPORT training images have it nonzero.
 RARE_SUPPORT = 5
@@ -28,6 +29,12 @@ RARE_SUPPORT = 5
 def dimension_support(features: np.ndarray) -> np.ndarray:
     """[F] int: in how many rows of ``features [N, F]`` each column is nonzero."""
     return (np.asarray(features) != 0).sum(0)
+
+
+def common_columns(train: np.ndarray, rare: int = RARE_SUPPORT) -> np.ndarray:
+    """[F] bool: the columns of ``train [N, F]`` nonzero in more than ``rare`` rows (neither unused
+    nor rare): what is left of a representation once no column can name a few training images."""
+    return dimension_support(train) > rare
 
 
 def _mass_share(features: np.ndarray, columns: np.ndarray) -> float:
