@@ -79,6 +79,15 @@ def builtin_root():
     return ensure_builtin_dataset()
 
 
+@pytest.fixture(scope="session")
+def oracle_global(builtin_root, tmp_path_factory):
+    """The oracle's global features of the built-in caption and pointing splits (a folder; written
+    once per session, about 25 s on a shared core; tests only read it)."""
+    from phrasedet.engine.comparison.protocol import oracle_features
+
+    return oracle_features(str(tmp_path_factory.mktemp("oracle")), resume=False)["global"]
+
+
 def _latin1_default_open(file, mode="r", *args, encoding=None, **kwargs):
     if "b" not in mode and encoding is None:
         encoding = "latin-1"

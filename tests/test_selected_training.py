@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from phrasedet.engine.comparison.protocol import config_of, oracle_features
+from phrasedet.engine.comparison.protocol import config_of
 from phrasedet.engine.staged.selected_training import run_selected
 from phrasedet.modeling.checkpoint.load_report import PretrainedPartError
 
@@ -16,15 +16,15 @@ CONFIG = os.path.join(os.path.dirname(__file__), "..", "configs", "retrieval", "
 
 
 @pytest.fixture(scope="module")
-def features(builtin_root, tmp_path_factory):
-    return oracle_features(str(tmp_path_factory.mktemp("oracle")), resume=False)["global"]
+def features(oracle_global):
+    return oracle_global
 
 
 def _cfg(features, output_dir, *opts):
     return config_of(CONFIG, ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.IMAGE_FEATURES_DIR", features,
                               "MODEL.RETRIEVAL.EMBED_DIM", 64, "PHRASEDET.TEXT.WORD2VEC_EPOCHS", 1, "DATALOADER.NUM_WORKERS", 0,
-                              "SOLVER.MAX_ITER", 40, "SOLVER.STEPS", "()", "SOLVER.CHECKPOINT_PERIOD", 1000,
-                              "PHRASEDET.SELECTION.DATASET", "builtin_flickr30k_captions_val", "PHRASEDET.SELECTION.PERIOD", 20,
+                              "SOLVER.MAX_ITER", 20, "SOLVER.STEPS", "()", "SOLVER.CHECKPOINT_PERIOD", 1000,
+                              "PHRASEDET.SELECTION.DATASET", "builtin_flickr30k_captions_val", "PHRASEDET.SELECTION.PERIOD", 10,
                               "OUTPUT_DIR", output_dir, *opts])
 
 
@@ -52,7 +52,7 @@ def test_it_tests_the_selected_snapshot_and_a_resumed_finished_run_only_tests(fe
     assert _same_tensors(model, _state(weights))  # the selected model, not the last one, is tested
     metrics = (tmp_path / "run" / "metrics.json").read_text()
     curve = {r["iteration"]: r["retrieval/rsum"] for r in map(json.loads, metrics.splitlines()) if "retrieval/rsum" in r}
-    assert sorted(curve) == [19, 40] and selection["value"] == pytest.approx(max(curve.values()))
+    assert sorted(curve) == [9, 20] and selection["value"] == pytest.approx(max(curve.values()))
     # the last validation runs after training, at MAX_ITER; the results are the test split's, not validation's
     assert set(results) == {"retrieval"} and results["retrieval"]["rsum"] != pytest.approx(selection["value"])
     again, again_results, again_weights = run_selected(_cfg(features, "run"), resume=True)

@@ -37,10 +37,8 @@ def test_the_profile_of_a_hand_made_representation():
 
 
 @pytest.fixture(scope="module")
-def oracle(builtin_root, tmp_path_factory):
-    from phrasedet.engine.comparison.protocol import oracle_features
-
-    return oracle_features(str(tmp_path_factory.mktemp("oracle")), resume=False)["global"]
+def oracle(oracle_global):
+    return oracle_global
 
 
 def test_the_profile_agrees_with_a_slow_count_on_the_oracle(oracle):
