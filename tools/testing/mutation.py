@@ -165,9 +165,10 @@ SCOPES = {
          "tests/test_compare_recipes.py", "tests/text/test_text_build.py", "tests/test_unseen_words.py", "tests/test_cold_start.py")),
     "instrument_probes": Scope(
         ("phrasedet/evaluation/representation_probe.py", "phrasedet/evaluation/region_probe.py",
-         "phrasedet/evaluation/word_vector_probe.py", "phrasedet/engine/phrase_filtering.py"),
+         "phrasedet/evaluation/word_vector_probe.py", "phrasedet/evaluation/retrieval/instance_fit.py",
+         "phrasedet/engine/phrase_filtering.py"),
         ("tests/evaluation/test_representation_probe.py", "tests/evaluation/test_region_probe.py",
-         "tests/evaluation/test_word_vector_probe.py", "tests/test_phrase_filtering.py"),
+         "tests/evaluation/test_word_vector_probe.py", "tests/evaluation/test_instance_fit.py", "tests/test_phrase_filtering.py"),
         # a detector trained and probed by the tool (130 s); GloVe loaded by the tool (24 s)
         deselect=("tests/evaluation/test_region_probe.py::test_the_tool_probes_a_detector_and_names_a_checkpoint_that_does_not_fit",
                   "tests/evaluation/test_word_vector_probe.py::test_the_tool_probes_the_long_tailed_sizes_with_glove")),
