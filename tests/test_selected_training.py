@@ -49,7 +49,7 @@ def test_it_tests_the_selected_snapshot_and_a_resumed_finished_run_only_tests(fe
     model, results, weights = run_selected(_cfg(features, "run"))
     selection = json.loads((tmp_path / "run" / "selection.json").read_text())
     assert weights == str(tmp_path / "run" / "model_best.pth") and os.path.abspath(selection["weights"]) == weights
-    assert _same_tensors(model, _state(weights))  # the selected model, not the last one, is tested
+    assert _same_tensors(model, _state(weights))  # the model tested is the selected file (model_best.pth)
     metrics = (tmp_path / "run" / "metrics.json").read_text()
     curve = {r["iteration"]: r["retrieval/rsum"] for r in map(json.loads, metrics.splitlines()) if "retrieval/rsum" in r}
     assert sorted(curve) == [9, 20] and selection["value"] == pytest.approx(max(curve.values()))
@@ -62,7 +62,7 @@ def test_it_tests_the_selected_snapshot_and_a_resumed_finished_run_only_tests(fe
 
 def test_it_starts_from_model_weights_and_checks_their_pretrained_parts(features, tmp_path):
     first = tmp_path / "first"
-    model, _, weights = run_selected(_cfg(features, str(first)))
+    _, _, weights = run_selected(_cfg(features, str(first)))
     start = _state(weights)
     # learning rate 0: the selected model is the one it started from, MODEL.WEIGHTS
     frozen, _, _ = run_selected(_cfg(features, str(tmp_path / "from_weights"), "MODEL.WEIGHTS", weights, "SOLVER.BASE_LR", 0.0))
