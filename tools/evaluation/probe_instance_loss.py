@@ -32,20 +32,9 @@ sys.path.insert(0, ROOT)
 
 import phrasedet  # noqa: E402,F401  (registers the datasets)
 from phrasedet.evaluation.retrieval.instance_fit import feature_profile, format_fits, format_profiles  # noqa: E402
+from phrasedet.utils.named_paths import named_paths  # noqa: E402
 
 TRAIN, VAL = "builtin_flickr30k_captions_train", "builtin_flickr30k_captions_val"
-
-
-def _named(values, flag):
-    out = []
-    for v in values or ():
-        name, sep, path = v.partition("=")
-        if not sep or not name or not path:
-            raise SystemExit(f"{flag} takes NAME=PATH, got {v!r}")
-        out.append((name, path))
-    if len({n for n, _ in out}) < len(out):
-        raise SystemExit(f"{flag}: each NAME once, got {[n for n, _ in out]}")
-    return out
 
 
 def _array(directory, dataset):
@@ -121,7 +110,7 @@ def main(argv=None):
     p.add_argument("--val-dataset", default=VAL)
     p.add_argument("--output", default="", help="also write every figure to this json file")
     args = p.parse_args(argv)
-    features, runs = _named(args.features, "--features"), _named(args.run, "--run")
+    features, runs = named_paths(args.features, "--features"), named_paths(args.run, "--run")
     if not features and not runs:
         raise SystemExit("nothing to probe: give --features NAME=DIR or --run NAME=RUN_DIR")
     out = {}

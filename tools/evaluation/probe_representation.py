@@ -48,19 +48,10 @@ from phrasedet.data.datasets.builtin import builtin_dataset_root  # noqa: E402
 from phrasedet.data.synthetic.ground_truth import load_ground_truth  # noqa: E402
 from phrasedet.evaluation.representation_probe import TEST_SPLIT, TRAIN_SPLIT, format_probe, probe_features_dir  # noqa: E402
 from phrasedet.engine.comparison.tool_process import tool_path  # noqa: E402
+from phrasedet.utils.named_paths import named_paths  # noqa: E402
 
 IMAGE_CONFIG = os.path.join(ROOT, "configs", "retrieval", "vsepp.yaml")
 DETECTOR_CONFIG = os.path.join(ROOT, "configs", "cite_cca.yaml")
-
-
-def _named(values, flag):
-    out = []
-    for v in values or ():
-        name, sep, path = v.partition("=")
-        if not sep or not name or not path:
-            raise SystemExit(f"{flag} takes NAME=PATH, got {v!r}")
-        out.append((name, path))
-    return out
 
 
 def extract(name, weights, config, output_dir, opts):
@@ -100,9 +91,6 @@ def probe_detectors(detectors, config_file, opts, output_dir):
     from phrasedet.evaluation.region_probe import probe_detector_regions
     from phrasedet.fileio import BadFileError
 
-    names = [name for name, _ in detectors]
-    if len(set(names)) < len(names):
-        raise SystemExit(f"--detector: each NAME once, got {names}")
     for name, path in detectors:
         if not os.path.isfile(path):  # before building anything
             raise SystemExit(f"--detector {name}: checkpoint {path!r} does not exist")
@@ -138,11 +126,11 @@ def main(argv=None):
     if args.detector:
         if args.features or args.weights or args.oracle:
             raise SystemExit("--detector probes regions, --features, --weights and --oracle probe images: run them apart")
-        return probe_detectors(_named(args.detector, "--detector"), args.config_file or DETECTOR_CONFIG, args.opts,
+        return probe_detectors(named_paths(args.detector, "--detector"), args.config_file or DETECTOR_CONFIG, args.opts,
                                args.output_dir)
     args.config_file = args.config_file or IMAGE_CONFIG
-    sources = _named(args.features, "--features")
-    sources += [(n, extract(n, w, args.config_file, args.output_dir, args.opts)) for n, w in _named(args.weights, "--weights")]
+    sources = named_paths(args.features, "--features")
+    sources += [(n, extract(n, w, args.config_file, args.output_dir, args.opts)) for n, w in named_paths(args.weights, "--weights")]
     images = load_ground_truth(builtin_dataset_root())
     if args.oracle:
         from phrasedet.data.synthetic.oracle import write_oracle_features
