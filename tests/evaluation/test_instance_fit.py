@@ -13,7 +13,7 @@ from torch import nn
 
 from phrasedet.evaluation.retrieval.instance_fit import common_columns, feature_profile, format_fits, format_profiles, instance_fit
 
-from ..tool_runs import ROOT
+from ..tool_runs import ROOT, load_tool
 
 
 def test_the_profile_of_a_hand_made_representation():
@@ -97,12 +97,7 @@ def test_the_fit_of_a_hand_made_classifier():
 
 
 def _tool():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("probe_instance_loss", os.path.join(ROOT, "tools", "evaluation", "probe_instance_loss.py"))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    return load_tool("probe_instance_loss.py")
 
 
 @pytest.fixture(scope="module")
