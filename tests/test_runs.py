@@ -99,6 +99,31 @@ def test_an_interrupted_run_of_the_same_command_continues_from_its_checkpoint(tm
     assert "--resume" not in args[0][0]
 
 
+def test_a_finished_run_of_another_command_is_trained_again_and_one_recorded_elsewhere_is_not(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "cnn" / "seed0" / "dsve_loc"
+    calls = []
+    monkeypatch.setattr(runs, "run_tool", _fake_train_net(out, calls))
+    budget = ["/machine/a/configs/pointing/dsve_loc.yaml", "SOLVER.MAX_ITER", 3000, "FEATURES", "/machine/a/out/maps"]
+    runs.train_run("dsve_loc", budget[0], str(out), True, budget[1:])
+    assert calls == ["train_net.py"]
+    # the same options in another checkout (its folders elsewhere, as a restored record's): finished
+    elsewhere = ["/machine/b/configs/pointing/dsve_loc.yaml", "SOLVER.MAX_ITER", "3000", "FEATURES", "/machine/b/out/maps/"]
+    assert runs.finished(str(out), True, command=elsewhere)
+    assert runs.train_run("dsve_loc", elsewhere[0], str(out), True, elsewhere[1:])[0] == {"retrieval": {"rsum": 50.0}}
+    assert calls == ["train_net.py"]
+    # another budget: the finished run of 3,000 iterations is not this one; trained again from an empty folder
+    longer = [budget[0], "SOLVER.MAX_ITER", 6000, "FEATURES", budget[4]]
+    assert not runs.finished(str(out), True, command=longer)
+    assert f"{out}: a finished run of another command ({runs.STARTED}): trained again with this one" in capsys.readouterr().out
+    (out / "model_best.pth").write_bytes(b"\0")
+    runs.train_run("dsve_loc", longer[0], str(out), True, longer[1:])
+    assert calls == ["train_net.py"] * 2 and not (out / "model_best.pth").exists()
+    assert json.loads((out / runs.STARTED).read_text())["command"] == [str(c) for c in longer]
+    # a folder without run_started.json (a record of an older commit) is trusted, as before
+    (out / runs.STARTED).unlink()
+    assert runs.finished(str(out), True, command=budget)
+
+
 def test_a_tool_writes_its_log_into_a_folder_made_for_it_and_a_failure_names_its_output(tmp_path):
     log = tmp_path / "not yet" / "there" / "tool.log"
     runs.run_tool("show_records.py", "--help", log=str(log))

@@ -9,8 +9,10 @@ Claims, with the paper's numbers (COCO; pointing game on Visual Genome regions o
 * hard negatives beat the sum over negatives: caption R@1 +20.3 and image R@1 +16.3 (Sec. 4.2;
   the paper does not say whether these are absolute or relative points).
 
-A reference row beside the paper's, ``dsve_loc_warmup`` (the hardest negatives after
-VSE-infinity's one-epoch warm-up with the sum), is held to the first and third claims too.
+Two reference rows beside the paper's (:data:`REFERENCES`), the hardest negatives after a warm-up
+with the sum (``dsve_loc_warmup``: VSE-infinity's one epoch; ``dsve_loc_warmup_plateau``: as long as
+the sum needs to leave its plateau), are held to the first and third claims too. A claim one of
+whose runs was still gaining when its budget ended is UNDECIDED (:mod:`.claims`).
 
 Runs are ``{"pointing": {...}, "retrieval": {...}}`` per seed (:func:`split_results`). The
 retrieval claims compare R@1 summed over both directions (image-to-text + text-to-image).
@@ -20,7 +22,7 @@ from typing import Dict, List
 
 from .claims import cell, difference, verdict
 
-__all__ = ["PAPER", "COLUMNS", "split_results", "claim_verdicts", "format_claims", "format_table", "r1_sum"]
+__all__ = ["PAPER", "REFERENCES", "COLUMNS", "split_results", "claim_verdicts", "format_claims", "format_table", "r1_sum"]
 
 # (key in the run, header): pointing accuracy and its centre baseline (%), then the recalls
 COLUMNS = (("pointing", "accuracy", "pointing acc."), ("pointing", "centre_accuracy", "centre baseline"),
@@ -58,30 +60,51 @@ def _flat(runs: Dict[str, List[dict]]) -> Dict[str, List[dict]]:
             for m, rs in runs.items()}
 
 
-def claim_verdicts(runs: Dict[str, List[dict]]) -> List[dict]:
+#: The reference rows (not paper 004's): the hardest negatives after a warm-up with the sum over
+#: negatives, VSE-infinity's one epoch (10 iterations here) and one as long as the sum needs to leave
+#: its own plateau (800 iterations, issue 43's cold-start study; docs/POINTING.md).
+REFERENCES = {"dsve_loc_warmup": "VSE-infinity's one-epoch warm-up",
+              "dsve_loc_warmup_plateau": "a warm-up until the sum has left its plateau"}
+
+
+def claim_verdicts(runs: Dict[str, List[dict]], unsettled: Dict[str, List[str]] = None) -> List[dict]:
     """Verdicts of the claims whose runs are present (``dsve_loc``, ``dsve_loc_gap``, ``dsve_loc_sum``, and the
-    reference row ``dsve_loc_warmup``)."""
-    flat, out = _flat(runs), []
+    reference rows of :data:`REFERENCES`). ``unsettled``: per model, its runs (e.g. ``"seed 2"``) still
+    gaining when their budget ended
+    (:func:`~phrasedet.engine.comparison.protocol.gaining_runs`); a claim comparing such a run is
+    UNDECIDED (:func:`~.claims.verdict`)."""
+    flat, out, unsettled = _flat(runs), [], unsettled or {}
+
+    def gaining(*models):
+        return [f"{m} {run}" for m in models for run in unsettled.get(m, ())]
+
+    def above_centre(model, title, paper):
+        diffs = [r["point"] - r["centre"] for r in flat[model]]
+        return verdict(title, paper, diffs, "points of accuracy", unsettled=gaining(model))
+
+    def beats(a, b, key, title, paper, unit):
+        return verdict(title, paper, difference(flat, a, b, key), unit, unsettled=gaining(a, b))
+
+    r1_unit = "R@1 (both directions summed)"
     if "dsve_loc" in flat:
-        diffs = [r["point"] - r["centre"] for r in flat["dsve_loc"]]
-        out.append(verdict("004: DSVE-loc beats the centre baseline on the pointing game", "+14.3 (33.8 vs 19.5 %)",
-                           diffs, "points of accuracy"))
+        out.append(above_centre("dsve_loc", "004: DSVE-loc beats the centre baseline on the pointing game",
+                                "+14.3 (33.8 vs 19.5 %)"))
     if {"dsve_loc", "dsve_loc_gap"} <= set(flat):
-        out.append(verdict("004: WELDON pooling beats average pooling on the pointing game", "+1.1",
-                           difference(flat, "dsve_loc", "dsve_loc_gap", "point"), "points of accuracy"))
-        out.append(verdict("004: WELDON pooling beats average pooling on retrieval", "+10.0 (caption R@1 +5.3, image R@1 +4.7)",
-                           difference(flat, "dsve_loc", "dsve_loc_gap", "r1"), "R@1 (both directions summed)"))
+        out.append(beats("dsve_loc", "dsve_loc_gap", "point", "004: WELDON pooling beats average pooling on the pointing game",
+                         "+1.1", "points of accuracy"))
+        out.append(beats("dsve_loc", "dsve_loc_gap", "r1", "004: WELDON pooling beats average pooling on retrieval",
+                         "+10.0 (caption R@1 +5.3, image R@1 +4.7)", r1_unit))
     if {"dsve_loc", "dsve_loc_sum"} <= set(flat):
-        out.append(verdict("004: hard negatives beat the sum over negatives on retrieval", "+36.6 (caption R@1 +20.3, image R@1 +16.3)",
-                           difference(flat, "dsve_loc", "dsve_loc_sum", "r1"), "R@1 (both directions summed)"))
-    if "dsve_loc_warmup" in flat:
-        diffs = [r["point"] - r["centre"] for r in flat["dsve_loc_warmup"]]
-        out.append(verdict("reference, 004 with VSE-infinity's warm-up: DSVE-loc beats the centre baseline",
-                           "+14.3 (004's claim, without the warm-up)", diffs, "points of accuracy"))
-    if {"dsve_loc_warmup", "dsve_loc_sum"} <= set(flat):
-        out.append(verdict("reference, 004 with VSE-infinity's warm-up: hard negatives beat the sum over negatives on "
-                           "retrieval", "+36.6 (004's claim, without the warm-up)",
-                           difference(flat, "dsve_loc_warmup", "dsve_loc_sum", "r1"), "R@1 (both directions summed)"))
+        out.append(beats("dsve_loc", "dsve_loc_sum", "r1", "004: hard negatives beat the sum over negatives on retrieval",
+                         "+36.6 (caption R@1 +20.3, image R@1 +16.3)", r1_unit))
+    for model, label in REFERENCES.items():
+        if model not in flat:
+            continue
+        out.append(above_centre(model, f"reference, 004 with {label}: DSVE-loc beats the centre baseline",
+                                "+14.3 (004's claim, without the warm-up)"))
+        if "dsve_loc_sum" in flat:
+            out.append(beats(model, "dsve_loc_sum", "r1", f"reference, 004 with {label}: hard negatives beat the sum "
+                             "over negatives on retrieval", "+36.6 (004's claim, without the warm-up)", r1_unit))
     return out
 
 

@@ -37,14 +37,39 @@ def run_tool(tool: str, *args, log: str = None, append: bool = False) -> float:
     return time.perf_counter() - start
 
 
-def finished(out: str, resume: bool, records=None) -> bool:
+def finished(out: str, resume: bool, records=None, command: list = None) -> bool:
     """Whether ``--resume`` skips the run in ``out``: it holds ``results.json``, or ``records``
-    (a :class:`~phrasedet.engine.comparison.run_records.RunRecords`) restores it from its record."""
+    (a :class:`~phrasedet.engine.comparison.run_records.RunRecords`) restores it from its record.
+    With ``command`` (the config file and its arguments, as :func:`train_run` starts it), a finished
+    run that ``out``'s ``run_started.json`` shows was started by another command (another budget,
+    say) is not this run: it is not skipped, and :func:`train_run` trains it again (printed)."""
     if not resume:
         return False
     if records is not None:
         records.restore(out)
-    return os.path.isfile(os.path.join(out, "results.json"))
+    if not os.path.isfile(os.path.join(out, "results.json")):
+        return False
+    started = _started_command(out)
+    if command is not None and started is not None and _settings(started) != _settings(command):
+        print(f"  {out}: a finished run of another command ({STARTED}): trained again with this one", flush=True)
+        return False
+    return True
+
+
+def _settings(command: list) -> list:
+    """A command without the folders it names: each argument holding a path separator cut to its
+    last part (the config file's name, a features folder's name), so that a run recorded on another
+    machine, or in another checkout, is the same run when its options are."""
+    return [os.path.basename(str(c).rstrip(os.sep)) if os.sep in str(c) else str(c) for c in command]
+
+
+def _started_command(out: str):
+    """The command recorded in ``out``'s ``run_started.json``, or None when it has none."""
+    path = os.path.join(out, STARTED)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)["command"]
 
 
 def _start_afresh(out: str):
@@ -65,12 +90,10 @@ def _interrupted_minutes(out: str, command: list):
     when ``out`` holds no such run. An interrupted invocation's time is taken to its folder's
     newest file (its last log line or metrics record)."""
     path = os.path.join(out, STARTED)
-    if not os.path.isfile(path):
+    if _started_command(out) != command:
         return None
     with open(path) as f:
         started = json.load(f)
-    if started["command"] != command:
-        return None
     newest = max(os.path.getmtime(os.path.join(d, n)) for d, _, names in os.walk(out) for n in names)
     return started["minutes_before"] + max(0.0, newest - started["time"]) / 60
 
@@ -85,8 +108,8 @@ def train_run(name: str, config: str, out: str, resume: bool, opts, flags=(), re
         invocations included, kept in ``wall_time.json`` for ``--resume``).
     """
     results, timing = os.path.join(out, "results.json"), os.path.join(out, "wall_time.json")
-    if not finished(out, resume, records):
-        command = [config, *map(str, flags), *map(str, opts)]
+    command = [config, *map(str, flags), *map(str, opts)]
+    if not finished(out, resume, records, command):
         before = _interrupted_minutes(out, command) if resume and "--eval-only" not in flags else None
         if before is None:
             _start_afresh(out)
