@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from phrasedet.engine.comparison.protocol import config_of
+from phrasedet.engine.optimizer import build_optimizer
+from phrasedet.engine.staged import stages
 from phrasedet.engine.staged.selected_training import run_selected
 from phrasedet.modeling.checkpoint.load_report import PretrainedPartError
 
@@ -49,6 +51,7 @@ def test_it_tests_the_selected_snapshot_and_a_resumed_finished_run_only_tests(fe
     model, results, weights = run_selected(_cfg(features, "run"))
     selection = json.loads((tmp_path / "run" / "selection.json").read_text())
     assert weights == str(tmp_path / "run" / "model_best.pth") and os.path.abspath(selection["weights"]) == weights
+    assert selection["stage"] == "train"  # the stage's name, which show_records.py prints beside the iteration
     assert _same_tensors(model, _state(weights))  # the model tested is the selected file (model_best.pth)
     metrics = (tmp_path / "run" / "metrics.json").read_text()
     curve = {r["iteration"]: r["retrieval/rsum"] for r in map(json.loads, metrics.splitlines()) if "retrieval/rsum" in r}
@@ -58,6 +61,20 @@ def test_it_tests_the_selected_snapshot_and_a_resumed_finished_run_only_tests(fe
     again, again_results, again_weights = run_selected(_cfg(features, "run"), resume=True)
     assert (tmp_path / "run" / "metrics.json").read_text() == metrics  # neither trained nor validated again
     assert again_weights == weights and again_results["retrieval"] == pytest.approx(results["retrieval"])
+    # without resume (the default) the finished run is trained again: its validations are logged again;
+    # with the config's optimizer (Base-Retrieval.yaml: Adam), not the stages' default, SGD
+    built = []
+
+    def spy(cfg, model, name=None, weight_decay=None):
+        optimizer = build_optimizer(cfg, model, name, weight_decay)
+        built.append(isinstance(optimizer, torch.optim.Adam))
+        return optimizer
+    monkeypatch.setattr(stages, "build_optimizer", spy)
+    run_selected(_cfg(features, "run"))
+    assert built == [True]
+    again_curve = [r["iteration"] for r in map(json.loads, (tmp_path / "run" / "metrics.json").read_text().splitlines())
+                   if "retrieval/rsum" in r]
+    assert again_curve == [9, 20, 9, 20]
 
 
 def test_it_starts_from_model_weights_and_checks_their_pretrained_parts(features, tmp_path):
