@@ -219,6 +219,19 @@ def test_a_retest_forgets_which_tests_call_which_function_and_a_run_keeps_it(tmp
     assert stats.exists() is not retest
 
 
+def test_a_module_copied_unmutated_by_a_narrowed_run_is_made_again(tmp_path, capsys):
+    mutants = tmp_path / "s" / "mutants" / "phrasedet"
+    mutants.mkdir(parents=True)
+    (mutants / "plain.py").write_text("def f(x):\n    return x + 1\n")  # what a --modules run of another module left
+    (mutants / "mutated.py").write_text("def x_f__mutmut_orig(x):\n    return x + 1\n")
+    (mutants / "plain.py.meta").write_text("{}")
+    scope = mutation.Scope(("phrasedet/plain.py", "phrasedet/mutated.py", "phrasedet/absent.py"), ("tests/test_m.py",))
+    mutation.prepare_workdir("s", scope, str(tmp_path), fresh=False)
+    assert sorted(p.name for p in mutants.iterdir()) == ["mutated.py", "plain.py.meta"]  # its results stay
+    assert "s: made again, mutated: phrasedet/plain.py (an earlier --modules run" in capsys.readouterr().out
+    assert mutation.drop_unmutated_copies(str(tmp_path / "s"), scope.modules) == []
+
+
 def test_results_are_recorded_and_restored_only_where_a_machine_has_none(tmp_path):
     work, record = tmp_path / "work", tmp_path / "results" / "s"
     meta = work / "mutants" / "phrasedet" / "m.py.meta"

@@ -345,7 +345,28 @@ def prepare_workdir(name, scope, root, fresh):
         if not os.path.lexists(link):
             os.symlink(os.path.join(ROOT, entry), link)
     write_setup_cfg(scope, workdir)
+    drop_unmutated_copies(workdir, scope.modules)
     return workdir
+
+
+def drop_unmutated_copies(workdir, modules):
+    """Delete each of ``modules``' copies in ``workdir/mutants/`` that holds no mutant. A run narrowed
+    by ``--modules`` copies the scope's other modules there unmutated, and mutmut makes a module's
+    mutants only when its copy is older than the source: a later run of the whole scope would
+    leave those modules unmutated, every mutant "no tests". Returns the modules dropped."""
+    dropped = []
+    for module in modules:
+        path = os.path.join(workdir, "mutants", module)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                if "__mutmut_" in f.read():
+                    continue
+            os.remove(path)
+            dropped.append(module)
+    if dropped:
+        print(f"[mutation] {os.path.basename(workdir)}: made again, mutated: {', '.join(dropped)} "
+              "(an earlier --modules run had copied them unmutated)", flush=True)
+    return dropped
 
 
 def _mutmut(workdir, *args):
