@@ -1,18 +1,14 @@
 """Issue 43's cold-start study (phrasedet/engine/comparison/cold_start.py, tools/compare/compare_pointing.py
 --study cold_start): each variant's overrides, the warm-up chosen from the sum's curves, the all-equal loss
 share, and which runs the study asks for (train_net replaced by a fake)."""
-import glob
 import importlib.util
 import json
-import math
 import os
 
-import numpy as np
 import pytest
 
 from phrasedet.engine.comparison import cold_start
 from phrasedet.engine.comparison.protocol import config_of
-from phrasedet.utils.learning_curves import half_gain, half_gain_iteration, read_curve
 from .tool_runs import tool_path
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -55,23 +51,6 @@ def test_the_all_equal_share_of_the_last_tenth_by_hand(tmp_path):
     path.write_text(json.dumps({"iteration": 1, "retrieval/rsum": 3.0}) + "\n")
     with pytest.raises(ValueError, match="metrics.json: no total_loss logged"):
         cold_start.all_equal_ratio(str(path), 0.2, 64)
-
-
-def test_half_gain_by_hand_and_on_the_project_s_recorded_sum_curves():
-    assert half_gain_iteration([[(99, 10.0), (199, 12.0), (299, 30.0), (399, 50.0)],
-                                [(99, 10.0), (199, 14.0), (299, 20.0), (399, 50.0), (499, 60.0)]]) == 399  # mean 10, 13, 25, 50
-    assert half_gain_iteration([]) == -1 and math.isnan(half_gain([])[1])
-    assert half_gain([[(99, 10.0), (199, 30.0)]]) == (199, 20.0)
-    # on the recorded dsve_loc_sum runs (cnn, 3 seeds), against the obvious loop over their mean
-    files = sorted(glob.glob(os.path.join(ROOT, "results", "pointing_compare", "cnn", "seed*", "dsve_loc_sum", "metrics.json")))
-    assert len(files) == 3
-    curves = [dict(read_curve(f)) for f in files]
-    iters = sorted(set(curves[0]) & set(curves[1]) & set(curves[2]))
-    mean = [sum(c[i] for c in curves) / 3 for i in iters]
-    half = mean[0] + (max(mean) - mean[0]) / 2
-    first = next(i for i, m in zip(iters, mean) if m >= half)
-    assert half_gain_iteration([read_curve(f) for f in files]) == first == 799
-    assert half_gain([read_curve(f) for f in files])[1] == pytest.approx(half) and 300 < half < 305
 
 
 def test_the_format_says_which_runs_left_the_plateau_by_their_validation_not_their_loss():

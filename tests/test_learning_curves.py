@@ -1,13 +1,15 @@
 """Validation curves of training runs: reading metrics.json, where a curve flattens, the picture
 and the table (phrasedet/utils/learning_curves.py), and the comparisons' helpers
 (phrasedet/engine/comparison/protocol.py)."""
+import glob
 import json
+import math
 import os
 
 import pytest
 
 from phrasedet.engine.comparison.protocol import budget_opts, draw_curves, gaining_runs, selected_weights, selection_opts
-from phrasedet.utils.learning_curves import (format_plateaus, join_phases, plateau_iteration, plot_curves, read_curve,
+from phrasedet.utils.learning_curves import (format_plateaus, half_gain, half_gain_iteration, join_phases, plateau_iteration, plot_curves, read_curve,
                                              still_gaining)
 
 
@@ -152,8 +154,8 @@ def test_the_picture_draws_each_model_s_mean_and_range_with_its_labels(tmp_path,
 
     figures, close = [], plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
-    curves = {"vse0": [[(100, 50.0), (200, 60.0), (300, 1.0)], [(100, 40.0), (200, 70.0)]], "vsepp": [[(100, 30.0), (200, 31.0)]],
-              "none": [[]]}
+    curves = {"vse0": [[(100, 50.0), (200, 60.0), (300, 1.0)], [(100, 40.0), (200, 70.0)]], "none": [[]],
+              "vsepp": [[(100, 30.0), (200, 31.0)]]}  # a model without points is skipped, not the end of the models
     path = plot_curves(curves, str(tmp_path / "new" / "c.png"), "the title")
     assert Image.open(path).size == (900, 550)  # 9 x 5.5 in at 100 dpi, in a folder made for it
     ax = figures[0].axes[0]
@@ -162,12 +164,31 @@ def test_the_picture_draws_each_model_s_mean_and_range_with_its_labels(tmp_path,
     assert list(vse0.get_xdata()) == [100, 200] and list(vse0.get_ydata()) == [45.0, 65.0]  # the iterations both runs have
     assert list(vsepp.get_ydata()) == [30.0, 31.0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["vse0 (2 runs)", "vsepp (1 run)"]
+    assert {t.get_fontsize() for t in ax.get_legend().get_texts()} == {8.0}
     band, = ax.collections  # only vse0 has a range: its min and max at each iteration
     assert band.get_alpha() == 0.15 and tuple(band.get_facecolor()[0][:3]) == pytest.approx(
         __import__("matplotlib.colors").colors.to_rgb(vse0.get_color()))
     ys = sorted({round(float(y), 6) for y in band.get_paths()[0].vertices[:, 1]})
     assert ys == [40.0, 50.0, 60.0, 70.0]
     assert ax.xaxis._major_tick_kw.get("gridOn") or any(l.get_visible() for l in ax.get_xgridlines())
+    assert {line.get_alpha() for line in ax.get_xgridlines()} == {0.3}
     close("all")
     plot_curves(curves, str(tmp_path / "y.png"), "t", ylabel="validation loc. acc. (%)")
     assert figures[1].axes[0].get_ylabel() == "validation loc. acc. (%)"
+
+
+def test_half_gain_by_hand_and_on_the_project_s_recorded_sum_curves():
+    assert half_gain_iteration([[(99, 10.0), (199, 12.0), (299, 30.0), (399, 50.0)],
+                                [(99, 10.0), (199, 14.0), (299, 20.0), (399, 50.0), (499, 60.0)]]) == 399  # mean 10, 13, 25, 50
+    assert half_gain_iteration([]) == -1 and math.isnan(half_gain([])[1])
+    assert half_gain([[(99, 10.0), (199, 30.0)]]) == (199, 20.0)
+    # on the recorded dsve_loc_sum runs (cnn, 3 seeds), against the obvious loop over their mean
+    files = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "results", "pointing_compare", "cnn", "seed*", "dsve_loc_sum", "metrics.json")))
+    assert len(files) == 3
+    curves = [dict(read_curve(f)) for f in files]
+    iters = sorted(set(curves[0]) & set(curves[1]) & set(curves[2]))
+    mean = [sum(c[i] for c in curves) / 3 for i in iters]
+    half = mean[0] + (max(mean) - mean[0]) / 2
+    first = next(i for i, m in zip(iters, mean) if m >= half)
+    assert half_gain_iteration([read_curve(f) for f in files]) == first == 799
+    assert half_gain([read_curve(f) for f in files])[1] == pytest.approx(half) and 300 < half < 305
