@@ -2,6 +2,7 @@
 finished run is reused by --resume."""
 import json
 import os
+import shutil
 import time
 
 import pytest
@@ -99,29 +100,48 @@ def test_an_interrupted_run_of_the_same_command_continues_from_its_checkpoint(tm
     assert "--resume" not in args[0][0]
 
 
-def test_a_finished_run_of_another_command_is_trained_again_and_one_recorded_elsewhere_is_not(tmp_path, monkeypatch, capsys):
+def test_a_finished_run_of_another_budget_is_not_reused_and_other_paths_or_weights_do_not_matter(tmp_path, monkeypatch, capsys):
     out = tmp_path / "cnn" / "seed0" / "dsve_loc"
     calls = []
     monkeypatch.setattr(runs, "run_tool", _fake_train_net(out, calls))
-    budget = ["/machine/a/configs/pointing/dsve_loc.yaml", "SOLVER.MAX_ITER", 3000, "FEATURES", "/machine/a/out/maps"]
+    budget = ["/machine/a/configs/pointing/dsve_loc.yaml", "SOLVER.MAX_ITER", 3000, "MODEL.WEIGHTS", "/a/model.pth", "SEED", 0]
     runs.train_run("dsve_loc", budget[0], str(out), True, budget[1:])
     assert calls == ["train_net.py"]
-    # the same options in another checkout (its folders elsewhere, as a restored record's): finished
-    elsewhere = ["/machine/b/configs/pointing/dsve_loc.yaml", "SOLVER.MAX_ITER", "3000", "FEATURES", "/machine/b/out/maps/"]
+    # the same schedule in another checkout, with other weights (a restored evaluation has none): finished
+    elsewhere = ["/machine/b/configs/pointing/dsve_loc.yaml", "SOLVER.MAX_ITER", "3000", "MODEL.WEIGHTS", "", "SEED", "0"]
     assert runs.finished(str(out), True, command=elsewhere)
     assert runs.train_run("dsve_loc", elsewhere[0], str(out), True, elsewhere[1:])[0] == {"retrieval": {"rsum": 50.0}}
     assert calls == ["train_net.py"]
     # another budget: the finished run of 3,000 iterations is not this one; trained again from an empty folder
-    longer = [budget[0], "SOLVER.MAX_ITER", 6000, "FEATURES", budget[4]]
-    assert not runs.finished(str(out), True, command=longer)
-    assert f"{out}: a finished run of another command ({runs.STARTED}): trained again with this one" in capsys.readouterr().out
+    longer = [*budget[:2], 6000, *budget[3:]]
     (out / "model_best.pth").write_bytes(b"\0")
     runs.train_run("dsve_loc", longer[0], str(out), True, longer[1:])
     assert calls == ["train_net.py"] * 2 and not (out / "model_best.pth").exists()
+    assert (f"{out}: a finished run of another schedule ({{'SOLVER.MAX_ITER': '3000', 'SEED': '0'}}, now "
+            "{'SOLVER.MAX_ITER': '6000', 'SEED': '0'}): not this run; its files removed") in capsys.readouterr().out
     assert json.loads((out / runs.STARTED).read_text())["command"] == [str(c) for c in longer]
-    # a folder without run_started.json (a record of an older commit) is trusted, as before
+    # another seed too; a folder without run_started.json (a record of an older commit) is trusted, as before
+    assert runs.finished(str(out), True, command=longer) and not runs.finished(str(out), True, command=[*longer[:-1], 1])
+    assert not out.exists()
+    runs.train_run("dsve_loc", longer[0], str(out), True, longer[1:])
     (out / runs.STARTED).unlink()
     assert runs.finished(str(out), True, command=budget)
+
+
+def test_a_stale_run_of_another_budget_gives_way_to_the_record_of_this_one(tmp_path, monkeypatch):
+    from phrasedet.engine.comparison.run_records import RunRecords
+
+    root, out = tmp_path / "out", tmp_path / "out" / "seed0" / "m"
+    calls = []
+    records = RunRecords(str(root), str(tmp_path / "rec"), "rep", str(tmp_path))
+    monkeypatch.setattr(runs, "run_tool", _fake_train_net(out, calls))
+    runs.train_run("m", "c.yaml", str(out), True, ["SOLVER.MAX_ITER", 6000], records=records)  # recorded
+    shutil.rmtree(out)
+    runs.train_run("m", "c.yaml", str(out), True, ["SOLVER.MAX_ITER", 3000])  # a stale run of another budget, unrecorded
+    monkeypatch.setattr(runs, "run_tool", lambda *a, **k: pytest.fail("trained, though its record is of this budget"))
+    assert runs.finished(str(out), True, records, ["c.yaml", "SOLVER.MAX_ITER", "6000"])
+    assert json.loads((out / runs.STARTED).read_text())["command"] == ["c.yaml", "SOLVER.MAX_ITER", "6000"]
+    assert calls == ["train_net.py"] * 2
 
 
 def test_a_tool_writes_its_log_into_a_folder_made_for_it_and_a_failure_names_its_output(tmp_path):

@@ -14,7 +14,7 @@ import time
 
 from .tool_process import ROOT, run_python, tool_path
 
-__all__ = ["ROOT", "STARTED", "run_tool", "finished", "train_run"]
+__all__ = ["ROOT", "STARTED", "SCHEDULE_KEYS", "run_tool", "finished", "train_run"]
 
 
 def run_tool(tool: str, *args, log: str = None, append: bool = False) -> float:
@@ -37,39 +37,43 @@ def run_tool(tool: str, *args, log: str = None, append: bool = False) -> float:
     return time.perf_counter() - start
 
 
+#: The options that make two runs of one model different runs: its budget, schedule and seed.
+SCHEDULE_KEYS = ("SOLVER.MAX_ITER", "SOLVER.STEPS", "SEED")
+
+
 def finished(out: str, resume: bool, records=None, command: list = None) -> bool:
     """Whether ``--resume`` skips the run in ``out``: it holds ``results.json``, or ``records``
     (a :class:`~phrasedet.engine.comparison.run_records.RunRecords`) restores it from its record.
     With ``command`` (the config file and its arguments, as :func:`train_run` starts it), a finished
-    run that ``out``'s ``run_started.json`` shows was started by another command (another budget,
-    say) is not this run: it is not skipped, and :func:`train_run` trains it again (printed)."""
+    run whose ``run_started.json`` gives other :data:`SCHEDULE_KEYS` values (another budget, say) is
+    not this run: its folder is emptied (printed) and the record, if it is of this schedule, restored;
+    otherwise the run is not finished. Other options (paths, weights) are not compared: they name
+    folders that differ between checkouts and machines."""
     if not resume:
         return False
-    if records is not None:
-        records.restore(out)
-    if not os.path.isfile(os.path.join(out, "results.json")):
-        return False
-    started = _started_command(out)
-    if command is not None and started is not None and _settings(started) != _settings(command):
-        print(f"  {out}: a finished run of another command ({STARTED}): trained again with this one", flush=True)
-        return False
-    return True
+    _drop_other_schedule(out, command, "a finished run")
+    if records is not None and records.restore(out):
+        _drop_other_schedule(out, command, "its record")
+    return os.path.isfile(os.path.join(out, "results.json"))
 
 
-def _settings(command: list) -> list:
-    """A command without the folders it names: each argument holding a path separator cut to its
-    last part (the config file's name, a features folder's name), so that a run recorded on another
-    machine, or in another checkout, is the same run when its options are."""
-    return [os.path.basename(str(c).rstrip(os.sep)) if os.sep in str(c) else str(c) for c in command]
+def _schedule(command: list) -> dict:
+    """The :data:`SCHEDULE_KEYS` values a command sets (the last one of a repeated key)."""
+    words = [str(c) for c in command]
+    return {w: words[i + 1] for i, w in enumerate(words[:-1]) if w in SCHEDULE_KEYS}
 
 
-def _started_command(out: str):
-    """The command recorded in ``out``'s ``run_started.json``, or None when it has none."""
+def _drop_other_schedule(out: str, command, what: str):
+    """Empty ``out`` when it holds a finished run started with another schedule than ``command``'s."""
     path = os.path.join(out, STARTED)
-    if not os.path.isfile(path):
-        return None
+    if command is None or not os.path.isfile(os.path.join(out, "results.json")) or not os.path.isfile(path):
+        return
     with open(path) as f:
-        return json.load(f)["command"]
+        before = _schedule(json.load(f)["command"])
+    now = _schedule(command)
+    if before != now:
+        print(f"  {out}: {what} of another schedule ({before}, now {now}): not this run; its files removed", flush=True)
+        shutil.rmtree(out)
 
 
 def _start_afresh(out: str):
@@ -90,10 +94,12 @@ def _interrupted_minutes(out: str, command: list):
     when ``out`` holds no such run. An interrupted invocation's time is taken to its folder's
     newest file (its last log line or metrics record)."""
     path = os.path.join(out, STARTED)
-    if _started_command(out) != command:
+    if not os.path.isfile(path):
         return None
     with open(path) as f:
         started = json.load(f)
+    if started["command"] != command:
+        return None
     newest = max(os.path.getmtime(os.path.join(d, n)) for d, _, names in os.walk(out) for n in names)
     return started["minutes_before"] + max(0.0, newest - started["time"]) / 60
 
