@@ -232,6 +232,17 @@ def test_a_module_copied_unmutated_by_a_narrowed_run_is_made_again(tmp_path, cap
     assert mutation.drop_unmutated_copies(str(tmp_path / "s"), scope.modules) == []
 
 
+@pytest.mark.parametrize("returncode", [0, 1])
+def test_a_failed_clean_test_run_is_an_error_not_a_report_of_old_results(tmp_path, monkeypatch, returncode):
+    out = "⠋ Running clean tests\nFailed to run clean test\n"
+    monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, returncode, out, ""))
+    with pytest.raises(RuntimeError, match=r"Failed to run clean test \(the scope's tests fail without any mutant; "
+                                           r"run them in .*mutants to see which\)"):
+        mutation._mutmut(str(tmp_path), "run")
+    monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "done", ""))
+    assert mutation._mutmut(str(tmp_path), "run") == "done"
+
+
 def test_results_are_recorded_and_restored_only_where_a_machine_has_none(tmp_path):
     work, record = tmp_path / "work", tmp_path / "results" / "s"
     meta = work / "mutants" / "phrasedet" / "m.py.meta"

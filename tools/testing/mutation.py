@@ -379,7 +379,14 @@ def _mutmut(workdir, *args):
     if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
         raise RuntimeError(f"{' '.join(cmd)} (in {workdir}) exited with {proc.returncode}:\n"
                            f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    if CLEAN_RUN_FAILED in proc.stdout:  # mutmut then tests no mutant and exits 1: the results would be the old ones
+        raise RuntimeError(f"{' '.join(cmd)} (in {workdir}): {CLEAN_RUN_FAILED} (the scope's tests fail without any "
+                           f"mutant; run them in {os.path.join(workdir, 'mutants')} to see which)")
     return proc.stdout
+
+
+#: What mutmut prints when the scope's tests fail on the unmutated code.
+CLEAN_RUN_FAILED = "Failed to run clean test"
 
 
 def read_exit_codes(workdir, module):
