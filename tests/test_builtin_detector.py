@@ -10,7 +10,7 @@ import os
 import pytest
 import torch
 from detectron2.config import get_cfg
-from detectron2.data import DatasetCatalog
+from detectron2.data import DatasetCatalog, MetadataCatalog
 from detectron2.modeling import build_model
 
 from phrasedet.config import add_phrasedet_config
@@ -38,12 +38,16 @@ def _cfg(path, *opts):
 
 @pytest.fixture(scope="module")
 def tiny_splits():
-    """The first 16 training and 4 validation images of the detection view, registered once."""
+    """The first 16 training and 4 validation images of the detection view, registered afresh: an
+    earlier session in this process (a mutation run's) left Detectron2's COCO evaluator's
+    ``json_file`` in the metadata, a file in that session's temporary folder, deleted since."""
     for split, n in (("train", 16), ("val", 4)):
         name = f"tiny_pretraining_detection_{split}"
-        if name not in DatasetCatalog.list():
-            register_detection_dataset(name, functools.partial(load_pretraining_detection, split, n),
-                                       dict(thing_classes=list(DETECTION_CLASSES)))
+        if name in DatasetCatalog.list():
+            DatasetCatalog.remove(name)
+            MetadataCatalog.remove(name)
+        register_detection_dataset(name, functools.partial(load_pretraining_detection, split, n),
+                                   dict(thing_classes=list(DETECTION_CLASSES)))
 
 
 @pytest.fixture(scope="module")
