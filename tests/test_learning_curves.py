@@ -154,16 +154,18 @@ def test_the_picture_draws_each_model_s_mean_and_range_with_its_labels(tmp_path,
 
     figures, close = [], plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
-    curves = {"vse0": [[(100, 50.0), (200, 60.0), (300, 1.0)], [(100, 40.0), (200, 70.0)]], "none": [[]],
-              "vsepp": [[(100, 30.0), (200, 31.0)]]}  # a model without points is skipped, not the end of the models
+    # a model without points is skipped, not the end of the models; the band is the second line's (its own colour,
+    # not the first colour of the patches' cycle)
+    curves = {"vsepp": [[(100, 30.0), (200, 31.0)]], "none": [[]],
+              "vse0": [[(100, 50.0), (200, 60.0), (300, 1.0)], [(100, 40.0), (200, 70.0)]]}
     path = plot_curves(curves, str(tmp_path / "new" / "c.png"), "the title")
     assert Image.open(path).size == (900, 550)  # 9 x 5.5 in at 100 dpi, in a folder made for it
     ax = figures[0].axes[0]
     assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("the title", "iteration", "validation rsum")
-    vse0, vsepp = ax.get_lines()
+    vsepp, vse0 = ax.get_lines()
     assert list(vse0.get_xdata()) == [100, 200] and list(vse0.get_ydata()) == [45.0, 65.0]  # the iterations both runs have
     assert list(vsepp.get_ydata()) == [30.0, 31.0]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["vse0 (2 runs)", "vsepp (1 run)"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["vsepp (1 run)", "vse0 (2 runs)"]
     assert {t.get_fontsize() for t in ax.get_legend().get_texts()} == {8.0}
     band, = ax.collections  # only vse0 has a range: its min and max at each iteration
     assert band.get_alpha() == 0.15 and tuple(band.get_facecolor()[0][:3]) == pytest.approx(
@@ -182,6 +184,7 @@ def test_half_gain_by_hand_and_on_the_project_s_recorded_sum_curves():
                                 [(99, 10.0), (199, 14.0), (299, 20.0), (399, 50.0), (499, 60.0)]]) == 399  # mean 10, 13, 25, 50
     assert half_gain_iteration([]) == -1 and math.isnan(half_gain([])[1])
     assert half_gain([[(99, 10.0), (199, 30.0)]]) == (199, 20.0)
+    assert half_gain([[(1, 0.0), (2, 5.0), (3, 10.0)]]) == (2, 5.0)  # exactly half-way counts as reached
     # on the recorded dsve_loc_sum runs (cnn, 3 seeds), against the obvious loop over their mean
     files = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "results", "pointing_compare", "cnn", "seed*", "dsve_loc_sum", "metrics.json")))
     assert len(files) == 3
