@@ -65,12 +65,10 @@ def _schedule(command: list) -> dict:
 
 def _drop_other_schedule(out: str, command, what: str):
     """Empty ``out`` when it holds a finished run started with another schedule than ``command``'s."""
-    path = os.path.join(out, STARTED)
-    if command is None or not os.path.isfile(os.path.join(out, "results.json")) or not os.path.isfile(path):
+    started = _read_started(out)
+    if command is None or started is None or not os.path.isfile(os.path.join(out, "results.json")):
         return
-    with open(path) as f:
-        before = _schedule(json.load(f)["command"])
-    now = _schedule(command)
+    before, now = _schedule(started["command"]), _schedule(command)
     if before != now:
         print(f"  {out}: {what} of another schedule ({before}, now {now}): not this run; its files removed", flush=True)
         shutil.rmtree(out)
@@ -89,16 +87,21 @@ def _start_afresh(out: str):
 STARTED = "run_started.json"
 
 
-def _interrupted_minutes(out: str, command: list):
-    """The minutes spent so far by an interrupted run in ``out`` started by ``command``, or None
-    when ``out`` holds no such run. An interrupted invocation's time is taken to its folder's
-    newest file (its last log line or metrics record)."""
+def _read_started(out: str):
+    """``out``'s ``run_started.json`` (the command that started its run, when, minutes before), or None."""
     path = os.path.join(out, STARTED)
     if not os.path.isfile(path):
         return None
     with open(path) as f:
-        started = json.load(f)
-    if started["command"] != command:
+        return json.load(f)
+
+
+def _interrupted_minutes(out: str, command: list):
+    """The minutes spent so far by an interrupted run in ``out`` started by ``command``, or None
+    when ``out`` holds no such run. An interrupted invocation's time is taken to its folder's
+    newest file (its last log line or metrics record)."""
+    started = _read_started(out)
+    if started is None or started["command"] != command:
         return None
     newest = max(os.path.getmtime(os.path.join(d, n)) for d, _, names in os.walk(out) for n in names)
     return started["minutes_before"] + max(0.0, newest - started["time"]) / 60
