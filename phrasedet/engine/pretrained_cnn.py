@@ -11,9 +11,9 @@ one every built-in pretrained model shares: :mod:`.pretrained_models`.
 """
 from typing import Optional, Sequence
 
-from .pretrained_models import BUILTIN_MODELS, builtin_model_dir, ensure_builtin_model, train_builtin_model
+from .pretrained_models import BUILTIN_MODELS, builtin_model_dir, ensure_builtin_model
 
-__all__ = ["BUILTIN_CNN_CONFIG", "builtin_cnn_dir", "ensure_builtin_cnn", "train_builtin_cnn"]
+__all__ = ["BUILTIN_CNN_CONFIG", "builtin_cnn_dir", "ensure_builtin_cnn"]
 
 BUILTIN_CNN_CONFIG = BUILTIN_MODELS["builtin_cnn"].config
 
@@ -22,12 +22,6 @@ def builtin_cnn_dir(cache_dir: Optional[str] = None, config: str = BUILTIN_CNN_C
     """``<cache>/builtin-cnn-v<GENERATOR_VERSION>-<16 hex digits>``: the folder of the CNN that
     ``config`` with ``opts`` trains."""
     return builtin_model_dir("builtin_cnn", cache_dir, config, opts)
-
-
-def train_builtin_cnn(output_dir: str, config: str = BUILTIN_CNN_CONFIG, opts: Sequence[str] = ()) -> dict:
-    """Train the CNN of ``config`` (+ ``opts``) into ``output_dir`` and evaluate it on its test
-    split. Returns the evaluation results (also written to ``results.json``)."""
-    return train_builtin_model(output_dir, config, opts)
 
 
 def ensure_builtin_cnn(cache_dir: Optional[str] = None, config: str = BUILTIN_CNN_CONFIG, opts: Sequence[str] = ()) -> str:

@@ -139,3 +139,41 @@ def test_the_cnn_kept_beside_the_records_loads_into_both_configs_and_has_the_rec
     records = glob.glob(os.path.join(CONFIGS, "..", "results", "*", "cnn", "**", RECORD_FILE), recursive=True)
     digests = {json.load(open(r))["representation"] for r in records}
     assert digests <= {backbone_digest(kept)}
+
+
+@pytest.mark.parametrize("norm, kind", [("BN", torch.nn.BatchNorm2d), ("FrozenBN", "FrozenBatchNorm2d")])
+def test_the_stem_is_a_convolution_without_bias_then_its_norm(norm, kind):
+    backbone = build_backbone(_cfg(CNN, "MODEL.RESNETS.NORM", norm))
+    conv = backbone.stem.conv1
+    assert conv.bias is None and (conv.kernel_size, conv.stride, conv.padding) == ((7, 7), (2, 2), (3, 3))
+    assert (type(conv.norm).__name__ == kind) if isinstance(kind, str) else type(conv.norm) is kind
+    assert conv.norm.num_features == conv.out_channels == 32
+
+
+def test_pooling_normalizes_the_pixels_by_the_configs_mean_and_std(builtin_root):
+    model = build_model(_cfg(CNN, "MODEL.PIXEL_MEAN", [10.0, 20.0, 30.0], "MODEL.PIXEL_STD", [2.0, 4.0, 8.0])).eval()
+    inputs = _inputs(np.zeros((2, 131)))
+    images = torch.stack([x["image"] for x in inputs]).float()
+    normalized = (images - torch.tensor([10.0, 20.0, 30.0]).view(3, 1, 1)) / torch.tensor([2.0, 4.0, 8.0]).view(3, 1, 1)
+    with torch.no_grad():
+        expected = model.backbone(normalized)["res4"].mean(dim=(2, 3))
+        assert torch.allclose(model.pooled(inputs), expected, atol=1e-6)
+        as_double = [dict(x, image=x["image"].double()) for x in inputs]  # any pixel type is read as float32
+        assert torch.equal(model.pooled(as_double), model.pooled(inputs))
+
+
+def test_labels_of_any_numeric_type_give_the_float_loss_and_a_mismatch_names_the_key(builtin_root):
+    model = build_model(_cfg()).train()
+    labels = np.zeros((2, 131))
+    labels[1, [3, 7]] = 1
+    as_float, as_bytes = _inputs(labels), _inputs(labels)
+    for x in as_bytes:
+        x["labels"] = x["labels"].to(torch.uint8)
+    torch.manual_seed(0)
+    expected = model(as_float)["loss_labels"]
+    torch.manual_seed(0)
+    assert model(as_bytes)["loss_labels"].item() == pytest.approx(expected.item(), rel=1e-6)
+    with pytest.raises(ValueError) as error:
+        model(_inputs(np.zeros((2, 5))))
+    assert str(error.value) == ("labels [2, 5] do not match the classifier's [2, 131]: "
+                                "check MODEL.CLASSIFIER.NUM_LABELS against the dataset's label groups")
