@@ -1,12 +1,13 @@
 """Where phrasedet caches what it computes once (the built-in dataset, the built-in pretrained CNN,
 word2vec, encoded vocabularies), and how a cached folder is made once and whole."""
+import contextlib
 import fcntl
 import os
 import shutil
 import tempfile
 from typing import Callable
 
-__all__ = ["default_cache_dir", "build_once"]
+__all__ = ["default_cache_dir", "build_once", "exclusive"]
 
 
 def default_cache_dir(configured: str = "") -> str:
@@ -25,20 +26,28 @@ def build_once(root: str, build: Callable[[str], object], done: Callable[[str], 
     if done(root):
         return None
     parent, name = os.path.split(os.path.abspath(root))
-    os.makedirs(parent, exist_ok=True)
-    with open(os.path.join(parent, f".{name}.lock"), "w") as lock:
+    with exclusive(os.path.join(parent, f".{name}.lock")):
+        if done(root):  # another process finished it while we waited
+            return None
+        tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+        try:
+            os.chmod(tmp, 0o755)
+            result = build(tmp)
+            os.rename(tmp, root)
+        finally:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+        return result
+
+
+@contextlib.contextmanager
+def exclusive(lock_file: str):
+    """Hold an exclusive ``fcntl.flock`` on ``lock_file`` (made, with its folder, if missing) for
+    the ``with`` block: processes that enter it with the same file pass one at a time."""
+    os.makedirs(os.path.dirname(os.path.abspath(lock_file)), exist_ok=True)
+    with open(lock_file, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            if done(root):  # another process finished it while we waited
-                return None
-            tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
-            try:
-                os.chmod(tmp, 0o755)
-                result = build(tmp)
-                os.rename(tmp, root)
-            finally:
-                if os.path.isdir(tmp):
-                    shutil.rmtree(tmp, ignore_errors=True)
-            return result
+            yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

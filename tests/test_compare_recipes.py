@@ -233,3 +233,28 @@ def test_the_long_tail_world_puts_every_run_and_the_filter_model_in_it(tmp_path,
     # a model's own keys win over the world's: the detector's classifier is tested with no selection split
     untrained = [c for c in fake_runs if c[0] == "detector"]
     assert untrained and untrained[0][4]["PHRASEDET.RECIPE.SELECTION.DATASET"] == ""
+
+
+def test_the_filter_model_is_trained_once_under_the_lock_that_the_detectors_processes_share(tmp_path, monkeypatch):
+    import argparse
+    import fcntl
+
+    trainings = []
+
+    def run_tool(*args, log):
+        with open(tmp_path / "out" / ".filter.lock") as f:  # held by the process that trains
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        weights = os.path.join(args[args.index("--output-root") + 1], "cnn", "seed0", "two_branch", "model_best.pth")
+        os.makedirs(os.path.dirname(weights))
+        open(weights, "w").close()
+        trainings.append(args[0])
+
+    monkeypatch.setattr(compare, "run_tool", run_tool)
+    args = argparse.Namespace(filter_weights="", output_root=str(tmp_path / "out"), backbone_weights=None,
+                              records_only=False, world="v3", word_vectors=None, filter_config=None, filter_opts=None)
+    first, second = compare.filter_model(args), compare.filter_model(args)
+    assert trainings == ["compare_retrieval.py"] and first == second
+    assert first["weights"] == str(tmp_path / "out" / "filter" / "cnn" / "seed0" / "two_branch" / "model_best.pth")
+    with open(tmp_path / "out" / ".filter.lock") as f:  # released
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -54,6 +54,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, ROOT)
 
+from phrasedet.cache import exclusive  # noqa: E402
 from phrasedet.engine.comparison.protocol import (add_word_vectors_argument, draw_curves, gaining_runs, run_opts,  # noqa: E402
                                                   word_vectors_digest, word_vectors_line, word_vectors_opts)
 from phrasedet.engine.comparison.worlds import add_world_argument, get_world  # noqa: E402
@@ -307,10 +308,14 @@ def filter_model(args):
     root = os.path.join(args.output_root, "filter")
     weights = os.path.join(root, "cnn", "seed0", "two_branch", "model_best.pth")
     cnn = args.backbone_weights or KEPT_CNN
-    if not os.path.isfile(weights) and not args.records_only:  # --records-only needs no weights: its rows come from records
-        run_tool("compare_retrieval.py", "--models", "two_branch", "--seeds", "0", "--representations", "cnn",
-                 "--backbone-weights", cnn, "--output-root", root, "--world", args.world,
-                 *(["--word-vectors", args.word_vectors] if args.word_vectors else []), log=os.path.join(args.output_root, "filter.log"))
+    if not args.records_only:  # --records-only needs no weights: its rows come from records
+        # one process per detector shares the output root (docs/PHRASE_DETECTION.md): the first trains, the others wait
+        with exclusive(os.path.join(args.output_root, ".filter.lock")):
+            if not os.path.isfile(weights):
+                run_tool("compare_retrieval.py", "--models", "two_branch", "--seeds", "0", "--representations", "cnn",
+                         "--backbone-weights", cnn, "--output-root", root, "--world", args.world,
+                         *(["--word-vectors", args.word_vectors] if args.word_vectors else []),
+                         log=os.path.join(args.output_root, "filter.log"))
     text = [str(o) for o in [*get_world(args.world).retrieval_opts(), *word_vectors_opts(args)]]
     return {"config": config, "weights": weights,
             "opts": ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", cnn, *text]}
