@@ -233,12 +233,16 @@ def test_a_module_copied_unmutated_by_a_narrowed_run_is_made_again(tmp_path, cap
 
 
 @pytest.mark.parametrize("returncode", [0, 1])
-def test_a_failed_clean_test_run_is_an_error_not_a_report_of_old_results(tmp_path, monkeypatch, returncode):
-    out = "⠋ Running clean tests\nFailed to run clean test\n"
+@pytest.mark.parametrize("out, failed", [("⠋ Running clean tests\nFailed to run clean test\n", "Failed to run clean test"),
+                                         ("⠋ Running stats\nfailed to collect stats. runner returned 1\n",
+                                          "failed to collect stats")])
+def test_failing_tests_before_any_mutant_are_an_error_not_a_report_of_old_results(tmp_path, monkeypatch, returncode, out,
+                                                                                   failed):
     monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, returncode, out, ""))
-    with pytest.raises(RuntimeError, match=r"Failed to run clean test \(the scope's tests fail without any mutant; "
-                                           r"run them in .*mutants to see which\)"):
+    with pytest.raises(RuntimeError) as error:
         mutation._mutmut(str(tmp_path), "run")
+    assert str(error.value) == (f"{mutation.sys.executable} -m mutmut run (in {tmp_path}): {failed} (the scope's tests "
+                                f"fail without any mutant; run them in {tmp_path / 'mutants'} to see which)")
     monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "done", ""))
     assert mutation._mutmut(str(tmp_path), "run") == "done"
 

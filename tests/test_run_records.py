@@ -104,13 +104,16 @@ def test_a_run_outside_the_output_folder_is_refused(tmp_path):
         records.path(str(tmp_path / "elsewhere" / "vse0"))
 
 
-def test_keep_evaluations_and_file_digest():
-    lines = [json.dumps(TRAIN) + "\n", "\n", json.dumps(VALID) + "\n", json.dumps({"iteration": 5, "pointing/acc": 0.5})]
-    assert keep_evaluations(lines) == [lines[2], lines[3]]
-    path = os.path.join(ROOT, "setup.py")
+def test_keep_evaluations_and_file_digest(tmp_path):
     import hashlib
 
-    assert file_digest(path) == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    lines = [json.dumps(TRAIN) + "\n", "\n", json.dumps(VALID) + "\n", json.dumps({"iteration": 5, "pointing/acc": 0.5})]
+    assert keep_evaluations(lines) == [lines[2], lines[3]]
+    (tmp_path / "abc").write_bytes(b"abc")  # FIPS 180-2's test vector
+    assert file_digest(str(tmp_path / "abc")) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    data = bytes(range(256)) * (5 << 12)  # 5 MiB: read in two blocks of at most 4 MiB
+    (tmp_path / "big").write_bytes(data)
+    assert file_digest(str(tmp_path / "big")) == hashlib.sha256(data).hexdigest()
 
 
 def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):

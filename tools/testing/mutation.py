@@ -379,14 +379,16 @@ def _mutmut(workdir, *args):
     if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
         raise RuntimeError(f"{' '.join(cmd)} (in {workdir}) exited with {proc.returncode}:\n"
                            f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    if CLEAN_RUN_FAILED in proc.stdout:  # mutmut then tests no mutant and exits 1: the results would be the old ones
-        raise RuntimeError(f"{' '.join(cmd)} (in {workdir}): {CLEAN_RUN_FAILED} (the scope's tests fail without any "
+    failed = [m for m in TESTS_FAILED if m in proc.stdout]
+    if failed:  # mutmut then tests no mutant and exits 1: the results would be the old ones, or none
+        raise RuntimeError(f"{' '.join(cmd)} (in {workdir}): {failed[0]} (the scope's tests fail without any "
                            f"mutant; run them in {os.path.join(workdir, 'mutants')} to see which)")
     return proc.stdout
 
 
-#: What mutmut prints when the scope's tests fail on the unmutated code.
-CLEAN_RUN_FAILED = "Failed to run clean test"
+#: What mutmut prints when the scope's tests fail on the unmutated code: in its first pass, which
+#: records the functions each test calls ("stats"), or in the clean run after it.
+TESTS_FAILED = ("failed to collect stats", "Failed to run clean test")
 
 
 def read_exit_codes(workdir, module):
