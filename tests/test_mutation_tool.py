@@ -305,3 +305,18 @@ def test_mutmut_keeps_restored_results_of_unchanged_functions_and_retests_change
     codes = mutation.read_exit_codes(str(second), "pkg/m.py")
     assert [codes[f"pkg.m.x_f__mutmut_{k}"] for k in (1, 2)] == [1, 1]  # kept: f is unchanged
     assert [codes[f"pkg.m.x_g__mutmut_{k}"] for k in (1, 2)] == [0, 0]  # tested again, against the weak test
+
+
+def test_report_refuses_a_module_whose_survivors_have_no_mutated_copy_to_diff(tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "_mutmut", lambda workdir, *args: pytest.fail(f"mutmut {args} ran"))
+    first, second = mutation.SCOPES["synthetic"].modules[:2]
+    mutants = tmp_path / "out" / "synthetic" / "mutants"
+    for module, codes in ((first, {"phrasedet.x.x_f__mutmut_1": 0}), (second, {"phrasedet.y.x_g__mutmut_1": 1})):
+        (mutants / module).parent.mkdir(parents=True, exist_ok=True)
+        (mutants / (module + ".meta")).write_text(json.dumps({"exit_code_by_key": codes}))
+        (mutants / module).write_text("def f(x):\n    return x\n")  # what a --modules run of another module left
+    with pytest.raises(SystemExit) as error:
+        mutation.main(["--scopes", "synthetic", "--modules", first, second, "--output-root", str(tmp_path / "out"), "--report"])
+    assert str(error.value) == (f"--report: no mutated copy of {first} in {mutants} (an earlier --modules run copied them "
+                                "unmutated): run the scope without --report first; it makes them again and re-tests only "
+                                "mutants without a result")

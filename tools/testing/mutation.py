@@ -349,6 +349,21 @@ def prepare_workdir(name, scope, root, fresh):
     return workdir
 
 
+def check_mutated_copies(workdir, modules):
+    """Refuse to report (``SystemExit``, naming them) on modules with survivors but no mutated copy
+    in ``workdir/mutants/``: their survivors' diffs, which decide which are listed as equivalent,
+    exist only there. An earlier ``--modules`` run leaves the scope's other modules so; a run makes
+    them again (and re-tests nothing that has a result)."""
+    def needs_diffs(module):  # a survivor, or a "no tests": compared with the equivalent list by its diff
+        return any(status_of(c) not in CAUGHT | {"not checked"} for c in read_exit_codes(workdir, module).values())
+
+    missing = [m for m in modules if needs_diffs(m) and not os.path.isfile(os.path.join(workdir, "mutants", m))]
+    if missing:
+        raise SystemExit(f"--report: no mutated copy of {', '.join(missing)} in {os.path.join(workdir, 'mutants')} (an "
+                         "earlier --modules run copied them unmutated): run the scope without --report first; it makes "
+                         "them again and re-tests only mutants without a result")
+
+
 def drop_unmutated_copies(workdir, modules):
     """Delete each of ``modules``' copies in ``workdir/mutants/`` that holds no mutant. A run narrowed
     by ``--modules`` copies the scope's other modules there unmutated, and mutmut makes a module's
@@ -521,6 +536,7 @@ def main(argv=None):
                 print(f"[mutation] scope {name}: results of {len(restored)} module(s) restored from {record}")
         if args.report:
             workdir = prepare_workdir(name, scope, args.output_root, False)
+            check_mutated_copies(workdir, scope.modules)
         else:
             workdir, seconds = run_scope(name, scope, args.output_root, args.jobs, args.fresh, args.retest,
                                         args.mutants)
