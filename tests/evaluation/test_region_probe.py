@@ -154,3 +154,34 @@ def test_the_tool_probes_a_detector_and_names_a_checkpoint_that_does_not_fit(tin
         tool.main(["--detector", f"gone={gone}", *common])
     with pytest.raises(SystemExit, match="^--detector probes regions, --features, --weights and --oracle probe images"):
         tool.main(["--detector", f"tiny={path}", "--oracle", *common])
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_probing_a_detector_is_the_probe_of_its_region_features_on_both_splits(tiny_detector):
+    """probe_detector_regions on two small registered splits (40 and 12 images) against its steps
+    run one by one, with a regularization of its own (which changes the answer)."""
+    import phrasedet  # noqa: F401
+    from detectron2.data import MetadataCatalog
+
+    from phrasedet.data import PhraseDatasetMapper
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.ground_truth import load_ground_truth
+    from phrasedet.evaluation.region_probe import REGION_TEST_SPLIT, probe_detector_regions
+
+    cfg, model, _ = tiny_detector
+    images = load_ground_truth(builtin_dataset_root())
+    mapper = PhraseDatasetMapper(cfg, is_train=False)
+    splits = {}
+    for name, source, n in (("tiny_region_train", REGION_TRAIN_SPLIT, 40), ("tiny_region_test", REGION_TEST_SPLIT, 12)):
+        if name in DatasetCatalog.list():
+            DatasetCatalog.remove(name)
+            MetadataCatalog.remove(name)
+        splits[name] = DatasetCatalog.get(source)[:n]
+        DatasetCatalog.register(name, lambda records=splits[name]: records)
+    got = probe_detector_regions(model, mapper, images, "tiny_region_train", "tiny_region_test", batch_size=3, c=0.05)
+    train_x, train_objects = object_region_features(model, mapper, splits["tiny_region_train"], images, 3)
+    test_x, test_objects = object_region_features(model, mapper, splits["tiny_region_test"], images, 3)
+    expected = probe_region_features(train_x, train_objects, test_x, test_objects, 0.05)
+    assert got == {**expected, "objects": {"train": len(train_objects), "test": len(test_objects)}}
+    assert len(train_objects) > 100 and len(test_objects) > 30
+    assert probe_region_features(train_x, train_objects, test_x, test_objects, 1.0)["labels"] != got["labels"]

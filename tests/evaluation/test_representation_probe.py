@@ -98,3 +98,36 @@ def test_the_tool_reads_a_features_folder_whose_answer_is_known(tmp_path):
 def test_the_tool_needs_something_to_probe(tmp_path):
     proc = run_tool("probe_representation.py", "--output-dir", str(tmp_path), check=False)
     assert proc.returncode != 0 and "nothing to probe: give --features, --weights, --oracle or --detector" in proc.output
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_a_features_folder_of_maps_is_average_pooled_and_probed_in_this_process(tmp_path):
+    """Maps [N, 14, 2, 2] whose cells average to the colour and shape labels plus noise: the rows
+    are their means, and the probe is probe_labels on those rows with the regularization given."""
+    import phrasedet  # noqa: F401
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.ground_truth import load_ground_truth
+    from phrasedet.data.synthetic.labels import label_groups, label_matrix, label_names
+    from phrasedet.evaluation.representation_probe import _pooled_rows, probe_features_dir
+
+    images = load_ground_truth(builtin_dataset_root())
+    rng = np.random.default_rng(0)
+    means = {}
+    for split in (TRAIN_SPLIT, TEST_SPLIT):
+        ids, _ = builtin_split_labels(split, images)
+        known = label_matrix([images[i] for i in ids], ["colour", "shape"]).astype(np.float32)
+        means[split] = 0.3 * known + rng.normal(size=known.shape).astype(np.float32)
+        spread = rng.normal(size=known.shape).astype(np.float32)
+        maps = np.stack([means[split] + spread, means[split] - spread, means[split] + 2 * spread,
+                         means[split] - 2 * spread], -1).reshape(len(ids), known.shape[1], 2, 2)
+        write_image_features(str(tmp_path / "f"), split, maps, ids)
+        np.testing.assert_allclose(_pooled_rows(str(tmp_path / "f"), split), maps.mean((2, 3)), rtol=0, atol=1e-6)
+    got = probe_features_dir(str(tmp_path / "f"), images, c=0.05)
+    _, train_y = builtin_split_labels(TRAIN_SPLIT, images)
+    _, test_y = builtin_split_labels(TEST_SPLIT, images)
+    aucs = probe_labels(means[TRAIN_SPLIT], train_y, means[TEST_SPLIT], test_y, 0.05)
+    assert got["labels"] == {n: None if np.isnan(a) else pytest.approx(float(a), abs=1e-6) for n, a in zip(label_names(), aucs)}
+    assert got["groups"] == probe_groups(aucs, label_groups())
+    assert 0.5 < got["groups"]["shape"]["auc"] < 0.9 and got["labels"]["2+ purple star"] is None  # neither chance nor perfect
+    assert probe_features_dir(str(tmp_path / "f"), images)["labels"] != got["labels"]  # c = 1: another answer
+
