@@ -184,4 +184,6 @@ def test_probing_a_detector_is_the_probe_of_its_region_features_on_both_splits(t
     expected = probe_region_features(train_x, train_objects, test_x, test_objects, 0.05)
     assert got == {**expected, "objects": {"train": len(train_objects), "test": len(test_objects)}}
     assert len(train_objects) > 100 and len(test_objects) > 30
-    assert probe_region_features(train_x, train_objects, test_x, test_objects, 1.0)["labels"] != got["labels"]
+    default = probe_region_features(train_x, train_objects, test_x, test_objects)
+    assert default == probe_region_features(train_x, train_objects, test_x, test_objects, 1.0)
+    assert default["labels"] != got["labels"]  # the regularization given reaches the probe

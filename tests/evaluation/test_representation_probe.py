@@ -58,6 +58,10 @@ def test_labels_too_rare_to_probe_are_skipped_and_counted():
      r"^labels \(5, 1\) / \(3, 1\) do not match features \(4, 2\) / \(3, 2\)$"),
     ((np.array([[0.0, np.inf]] * 4), np.zeros((4, 1)), np.zeros((3, 2)), np.zeros((3, 1))),
      r"^the training features hold 4 values that are not finite$"),
+    ((np.zeros((4, 2, 1)), np.zeros((4, 1)), np.zeros((3, 2)), np.zeros((3, 1))),
+     r"^features must be \[N, F\] and \[M, F\], got \(4, 2, 1\) and \(3, 2\)$"),
+    ((np.zeros((4, 2)), np.zeros((4, 1)), np.array([[0.0, 1.0], [np.nan, 0.0], [2.0, 3.0]]), np.zeros((3, 1))),
+     r"^the test features hold 1 values that are not finite$"),
 ])
 def test_bad_inputs(args, message):
     with pytest.raises(ValueError, match=message):
@@ -130,4 +134,37 @@ def test_a_features_folder_of_maps_is_average_pooled_and_probed_in_this_process(
     assert got["groups"] == probe_groups(aucs, label_groups())
     assert 0.5 < got["groups"]["shape"]["auc"] < 0.9 and got["labels"]["2+ purple star"] is None  # neither chance nor perfect
     assert probe_features_dir(str(tmp_path / "f"), images)["labels"] != got["labels"]  # c = 1: another answer
+
+
+def test_standardization_by_hand_uses_the_training_mean_and_std_and_leaves_constant_columns_alone():
+    from phrasedet.evaluation.representation_probe import _standardize
+
+    train, test = _standardize(np.array([[1.0, 5.0], [5.0, 5.0]]), np.array([[4.0, 7.0]]))
+    assert train.tolist() == [[-1.0, 0.0], [1.0, 0.0]] and test.tolist() == [[0.5, 2.0]]  # mean (3, 5), std (2, 0 -> 1)
+
+
+def test_the_default_regularization_is_one_and_changes_the_answer():
+    rng = np.random.default_rng(3)
+    y = _labels(rng, 300, np.array([0.4]))
+    x = y + 2.0 * rng.normal(size=(300, 6))
+    default = probe_labels(x[:200], y[:200], x[200:], y[200:])
+    assert default[0] == probe_labels(x[:200], y[:200], x[200:], y[200:], 1.0)[0]
+    assert default[0] != probe_labels(x[:200], y[:200], x[200:], y[200:], 0.001)[0]
+
+
+def test_groups_read_none_as_skipped_and_warn_about_nothing():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "mean of empty slice" for a group with nothing probed
+        groups = probe_groups([0.75, None, float("nan")], ["a", "a", "b"])
+    assert groups["a"] == {"auc": 0.75, "labels": 1, "skipped": 1}
+    assert np.isnan(groups["b"]["auc"]) and groups["b"]["labels"] == 0 and groups["b"]["skipped"] == 1
+
+
+def test_a_column_without_a_group_shows_a_dash():
+    table = format_probe({"cnn": {"shape": {"auc": 0.5, "labels": 6, "skipped": 0}},
+                          "oracle": {"shape": {"auc": 1.0, "labels": 6, "skipped": 0},
+                                     "size": {"auc": 0.9, "labels": 1, "skipped": 0}}})
+    assert table.splitlines()[2:] == ["| shape (6 / 0) | 0.500 | 1.000 |", "| size (1 / 0) | - | 0.900 |"]
 

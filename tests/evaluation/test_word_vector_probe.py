@@ -61,3 +61,67 @@ def test_the_tool_probes_the_long_tailed_sizes_with_glove(tmp_path):
     groups = {r["name"]: r["group"] for r in rows}
     assert groups["small"] == groups["large"] == "head" and groups["wee"] == groups["colossal"] == "unseen"
     assert all(r["train_count"] > 0 for r in rows if r["group"] != "unseen")
+
+
+def _slow_prediction(kv, name, classes, counts):
+    """The nearest prototype written out with loops: each value's prototype is the normalized mean
+    of the unit vectors of its other names seen in training (a zero vector stays zero)."""
+    def unit(v):
+        v = np.array(v, dtype=np.float64)
+        return v / np.linalg.norm(v) if np.linalg.norm(v) > 0 else v
+
+    if name not in kv:
+        return None
+    prototypes = {}
+    for value in sorted(set(classes.values())):
+        members = [unit(kv[o]) for o in classes if classes[o] == value and o != name and counts.get(o, 0) > 0 and o in kv]
+        if members:
+            prototypes[value] = unit(np.mean(members, axis=0))
+    if not prototypes:
+        return None
+    query = unit(kv[name])
+    best = None
+    for value in sorted(prototypes):
+        if best is None or float(prototypes[value] @ query) > float(prototypes[best] @ query):
+            best = value
+    return best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_probe_agrees_with_loops_on_vectors_of_any_length(seed):
+    """Random 3-d vectors whose lengths span 1e-2 to 1e2 (a short vector and a long one weigh alike in
+    a prototype), one zero vector among the training names, names without a vector or unseen."""
+    rng = np.random.default_rng(seed)
+    classes = {f"{value}{k}": value for value in ("red", "blue", "green", "white") for k in range(4)}
+    names = sorted(classes)
+    kv = {n: rng.normal(size=3) * 10 ** rng.uniform(-2, 2) for n in names if n != "white3"}  # white3: no vector
+    kv["green1"] = np.zeros(3)
+    counts = {n: int(rng.integers(0, 3)) for n in names}
+    counts.update(green1=2, red0=5)
+    out = probe_names(kv, classes, {f"{v}0" for v in ("red", "blue", "green", "white")}, counts)
+    assert [r["predicted"] for r in out["names"]] == [_slow_prediction(kv, n, classes, counts) for n in names]
+    assert [r["train_count"] for r in out["names"]] == [counts[n] for n in names]
+    assert [r["has_vector"] for r in out["names"]] == [n != "white3" for n in names]
+
+
+def test_lengths_decide_nothing_by_hand():
+    """red's prototype is the mean of two unit vectors, (1, 0) and (0, 1), whatever their lengths
+    (crimson is 0.1 or 10 long): scarlet (0.7, 1) is nearer it (cos 0.98) than blue's (0.92)."""
+    classes = {"red": "red", "crimson": "red", "scarlet": "red", "blue": "blue"}
+    counts = {"red": 1, "crimson": 1, "blue": 1}
+    for length in (0.1, 10.0):
+        kv = {"red": np.array([1.0, 0.0]), "crimson": np.array([0.0, length]), "blue": np.array([0.2, 1.0]),
+              "scarlet": np.array([0.7, 1.0])}
+        rows = {r["name"]: r for r in probe_names(kv, classes, {"red", "blue"}, counts)["names"]}
+        assert rows["scarlet"]["predicted"] == "red" and rows["scarlet"]["train_count"] == 0, length
+
+
+def test_a_kind_with_one_seen_name_predicts_nothing_and_every_kind_has_its_table():
+    out = probe_names({"red": np.ones(2)}, {"red": "red"}, {"red"}, {"red": 1})
+    assert out["names"] == [{"name": "red", "value": "red", "group": "head", "train_count": 1, "has_vector": True,
+                             "predicted": None}]
+    backgrounds, heads = name_classes(LONG_TAIL, "background")
+    assert set(backgrounds.values()) == set(LONG_TAIL.backgrounds) and heads <= set(backgrounds)
+    with pytest.raises(KeyError) as error:
+        name_classes(LONG_TAIL, "texture")
+    assert error.value.args == ("no kind 'texture' of names (known: colour, shape, size, background)",)
