@@ -259,3 +259,50 @@ def test_the_random_sentences_baseline_draws_top_n_distinct_sentences_per_image_
         assert a.tokens[i] == set().union(*(caption_tokens(captions[k]) for k in a.captions[i]))
     assert tokens == len({w for caption in captions for w in caption_tokens(caption)})
     assert len({tuple(a.captions[i]) for i in ids}) == len(ids)  # each image its own draw
+
+
+def _features_model(weights="", features_dir=""):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(MODEL=SimpleNamespace(RETRIEVAL=SimpleNamespace(BACKBONE_WEIGHTS=weights,
+                                                                          IMAGE_FEATURES_DIR=features_dir)))
+
+
+NO_CNN = ("TEST.PHRASE_FILTER.RETRIEVAL_CONFIG has MODEL.RETRIEVAL.IMAGE_INPUT 'features': the filter runs the model on "
+          "pixels and needs the CNN the features were extracted with; set MODEL.RETRIEVAL.BACKBONE_WEIGHTS (e.g. through "
+          "TEST.PHRASE_FILTER.RETRIEVAL_OPTS) or keep the features directory's extractor.pth")
+
+
+def test_a_features_model_s_cnn_is_its_backbone_weights_else_its_folder_s_extractor_else_an_error(tmp_path, monkeypatch):
+    from phrasedet.engine.phrase_filtering import _extraction_backbone
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PHRASEDET_DATASETS", str(tmp_path / "datasets"))
+    (tmp_path / "extractor.pth").write_bytes(b"")  # in the working directory: never the features folder's
+    (tmp_path / "features").mkdir()
+    with pytest.raises(ValueError) as error:
+        _extraction_backbone(_features_model())
+    assert str(error.value) == NO_CNN
+    with pytest.raises(ValueError) as error:  # a features folder without extractor.pth
+        _extraction_backbone(_features_model(features_dir=str(tmp_path / "features")))
+    assert str(error.value) == NO_CNN
+    (tmp_path / "features" / "extractor.pth").write_bytes(b"")
+    assert _extraction_backbone(_features_model(features_dir="features")) == os.path.join("features", "extractor.pth")
+    assert _extraction_backbone(_features_model(str(tmp_path / "extractor.pth"), "features")) == str(tmp_path / "extractor.pth")
+    with pytest.raises(FileNotFoundError) as error:
+        _extraction_backbone(_features_model(str(tmp_path / "cnn.pth")))
+    assert str(error.value) == (f"MODEL.RETRIEVAL.BACKBONE_WEIGHTS of TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: "
+                                f"no file {str(tmp_path / 'cnn.pth')!r}")
+    with pytest.raises(FileNotFoundError, match=r"^MODEL.RETRIEVAL.IMAGE_FEATURES_DIR 'gone': neither "):
+        _extraction_backbone(_features_model(features_dir="gone"))
+
+
+def test_the_random_baseline_s_default_seed_is_0_and_its_draw_never_repeats_a_sentence(weights, tmp_path):
+    cfg = _cfg(tmp_path, TOP_N=10 ** 6)  # more than the sentence database: every image draws all of it, in some order
+    captions = sentence_database(retrieval_config(cfg)[0])
+    ids = [str(i) for i in range(3)]
+    default, _ = random_phrase_filter(cfg, ids)
+    assert default.retrieval_model == "random (seed 0)" and default.captions == random_phrase_filter(cfg, ids, seed=0)[0].captions
+    assert default.top_n == len(captions)
+    for i in ids:
+        assert sorted(default.captions[i]) == list(range(len(captions)))
