@@ -187,3 +187,14 @@ def test_probing_a_detector_is_the_probe_of_its_region_features_on_both_splits(t
     default = probe_region_features(train_x, train_objects, test_x, test_objects)
     assert default == probe_region_features(train_x, train_objects, test_x, test_objects, 1.0)
     assert default["labels"] != got["labels"]  # the regularization given reaches the probe
+
+
+def test_an_image_the_ground_truth_lacks_is_named_with_the_count_of_missing_ones():
+    class Model:
+        def eval(self):
+            return self
+
+    records = [{"image_id": "a"}, {"image_id": 7}, {"image_id": "b"}]
+    with pytest.raises(KeyError) as error:
+        object_region_features(Model(), lambda r: pytest.fail("mapped"), records, {"a": {"objects": []}})
+    assert error.value.args == ("image '7' is not in the built-in ground truth (2 missing)",)
