@@ -237,14 +237,13 @@ def test_the_long_tail_world_puts_every_run_and_the_filter_model_in_it(tmp_path,
 
 def test_the_filter_model_is_trained_once_under_the_lock_that_the_detectors_processes_share(tmp_path, monkeypatch):
     import argparse
-    import fcntl
+
+    from .test_cache import _held_elsewhere
 
     trainings = []
 
     def run_tool(*args, log):
-        with open(tmp_path / "out" / ".filter.lock") as f:  # held by the process that trains
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert _held_elsewhere(tmp_path / "out" / ".filter.lock")  # held by the process that trains
         weights = os.path.join(args[args.index("--output-root") + 1], "cnn", "seed0", "two_branch", "model_best.pth")
         os.makedirs(os.path.dirname(weights))
         open(weights, "w").close()
@@ -256,5 +255,4 @@ def test_the_filter_model_is_trained_once_under_the_lock_that_the_detectors_proc
     first, second = compare.filter_model(args), compare.filter_model(args)
     assert trainings == ["compare_retrieval.py"] and first == second
     assert first["weights"] == str(tmp_path / "out" / "filter" / "cnn" / "seed0" / "two_branch" / "model_best.pth")
-    with open(tmp_path / "out" / ".filter.lock") as f:  # released
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert not _held_elsewhere(tmp_path / "out" / ".filter.lock")  # released
