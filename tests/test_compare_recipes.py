@@ -256,3 +256,32 @@ def test_the_filter_model_is_trained_once_under_the_lock_that_the_detectors_proc
     assert trainings == ["compare_retrieval.py"] and first == second
     assert first["weights"] == str(tmp_path / "out" / "filter" / "cnn" / "seed0" / "two_branch" / "model_best.pth")
     assert not _held_elsewhere(tmp_path / "out" / ".filter.lock")  # released
+
+
+def test_a_filtered_evaluation_of_another_model_than_the_tested_run_is_an_error(tmp_path, fake_runs, monkeypatch):
+    """The filtered evaluation's mAP without the filter must be the cite_cca run's test mAP: on detector 1 of
+    the long-tailed world one was made on an interrupted retraining's model_best.pth (27.82 against 28.62)."""
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    fake = compare.train_run
+    unfiltered = {"0": 12.0, "2": 12.5}  # seed 2's filtered model is not the tested one
+
+    def train_run(name, *args, **kw):
+        results, minutes = fake(name, *args, **kw)
+        if name != "cite_cca_filtered":
+            return results, minutes
+        seed = dict(zip(*[iter(map(str, args[3]))] * 2))["SEED"]
+        return {**results, "phrase_detection_unfiltered": {**METRICS, "mAP": unfiltered[seed]}}, minutes
+
+    monkeypatch.setattr(compare, "train_run", train_run)
+    args = _args(tmp_path, "--models", "cite_cca", "--filter-weights", str(tmp_path / "filter.pth"))
+    with pytest.raises(SystemExit) as error:
+        compare.main(args)
+    out = tmp_path / "out" / "detector1" / "seed2" / "cite_cca_filtered"
+    assert str(error.value) == (f"{out}: evaluated unfiltered, its model has mAP 12.5000, but the cite_cca run of seed 2 tested "
+                                f"12.0000: the filtered model is not that run's (weights "
+                                f"{tmp_path / 'out' / 'detector1' / 'seed2' / 'cite_cca' / 'model_best.pth'}); remove this "
+                                "evaluation (and its record) and the cite_cca run's folder, and run again")
+    unfiltered["2"] = 12.0
+    compare.main(args + ["--resume"])
+    summary = json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]["detector1"]["runs"]
+    assert [r["unfiltered_mAP"] for r in summary["cite_cca_filtered"]] == [12.0, 12.0]

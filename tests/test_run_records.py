@@ -3,6 +3,7 @@ curve and drops its weights and training-loss lines; --resume restores it only o
 representation; a run whose weights a later run needs is trained again."""
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -203,3 +204,37 @@ def test_a_kept_model_has_the_digest_of_the_checkpoint_it_came_from_and_only_its
     assert list(torch.load(tmp_path / "kept" / "d.pth", weights_only=True)) == ["model"]
     torch.save({"model": {"b": torch.ones(2), "a": torch.arange(3.0) + 1}}, tmp_path / "other.pth")
     assert model_digest(str(tmp_path / "other.pth")) != model_digest(str(src))
+
+
+def test_a_record_restored_over_an_interrupted_run_replaces_its_files_and_keeps_nested_runs(tmp_path, caplog):
+    """A recorded run trained again from scratch (its weights were needed) and interrupted leaves a
+    folder without results.json: the record restored there must not sit beside that run's
+    model_best.pth (taken for the record's model once) or its metrics lines."""
+    from phrasedet.engine.comparison.run_records import RUN_FILES, drop_leftovers
+    from phrasedet.engine.comparison.runs import STARTED
+
+    assert STARTED in RUN_FILES
+    out = tmp_path / "output" / "seed1" / "cite_cca"
+    _run(str(out), rsum=300.0)
+    records = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "d", ROOT)
+    records.save(str(out))
+    for name in os.listdir(out):  # trained again from scratch ...
+        path = out / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    _run(str(out), rsum=111.0)
+    (out / "results.json").unlink()  # ... and interrupted before it finished
+    nested = out / "stage1_eval"  # a run of its own inside the folder
+    nested.mkdir()
+    (nested / STARTED).write_text("{}")
+    with caplog.at_level("WARNING", logger="phrasedet.engine"):
+        assert finished(str(out), True, records)
+    assert f"{out}: an unfinished run's files removed before its record was restored: last_checkpoint, metrics.json, " \
+           "model_best.pth, model_final.pth, selection.json, stage1_frozen_cnn, train_net.log, wall_time.json" in caplog.text
+    assert _files(str(out)) == ["metrics.json", RECORD_FILE, "results.json", "selection.json",
+                                os.path.join("stage1_eval", STARTED), os.path.join("stage1_frozen_cnn", "selection.json"),
+                                "wall_time.json"]
+    assert [json.loads(line) for line in open(out / "metrics.json")] == [{**VALID, "retrieval/rsum": 300.0}]
+    assert json.loads((out / "selection.json").read_text())["value"] == 300.0
+    caplog.clear()
+    drop_leftovers(str(tmp_path / "nowhere"))  # nothing there: nothing to say
+    assert not caplog.text

@@ -221,7 +221,7 @@ class DetectorComparison:
         if "cite_cca" in ppa:
             runs["cite_cca_ppa"] = ppa["cite_cca"]
         if "cite_cca" in self.models and self.args.filter is not None and self.filtered_recorded():
-            runs["cite_cca_filtered"] = [self.filtered(seed) for seed in self.seeds]
+            runs["cite_cca_filtered"] = [self.filtered(seed, run["mAP"]) for seed, run in zip(self.seeds, runs["cite_cca"])]
         return runs, ppa, {m: sum(v) / len(v) for m, v in minutes.items()}
 
     def keep_recorded(self):
@@ -245,9 +245,11 @@ class DetectorComparison:
         every kept seed's filtered evaluation is recorded."""
         return not self.args.records_only or all(finished(self.out("cite_cca_filtered", s), True, self.records) for s in self.seeds)
 
-    def filtered(self, seed):
+    def filtered(self, seed, tested_map):
         """``cite_cca``'s tested model of ``seed`` evaluated with phrase filtering (its record, or
-        the model trained again when its weights were not kept)."""
+        the model trained again when its weights were not kept). Its mAP without the filter must be
+        ``tested_map``, the ``cite_cca`` run's own test mAP: otherwise the weights were another
+        model's (an error naming both)."""
         out = self.out("cite_cca_filtered", seed)
         weights = ""
         if not finished(out, self.args.resume, self.records):
@@ -263,7 +265,12 @@ class DetectorComparison:
         results, _ = train_run("cite_cca_filtered", _config("cite_cca"), out, self.args.resume,
                                [*self.args.world_opts, *EVERY_RUN, *keys, "SEED", seed, *self.args.opts], ["--eval-only"],
                                self.records)
-        return {**_metrics(results), "unfiltered_mAP": results["phrase_detection_unfiltered"]["mAP"]}
+        unfiltered = results["phrase_detection_unfiltered"]["mAP"]
+        if abs(unfiltered - tested_map) > 1e-6:
+            raise SystemExit(f"{out}: evaluated unfiltered, its model has mAP {unfiltered:.4f}, but the cite_cca run of seed {seed} "
+                             f"tested {tested_map:.4f}: the filtered model is not that run's (weights {weights or 'as recorded'}); "
+                             "remove this evaluation (and its record) and the cite_cca run's folder, and run again")
+        return {**_metrics(results), "unfiltered_mAP": unfiltered}
 
     def curve_files(self, models, seeds, suffix=""):
         """{model: [[stage-3 metrics.json, stage-3b metrics.json] per seed]} of the trained models."""

@@ -34,8 +34,8 @@ from typing import Optional
 from phrasedet.engine.model_selection import read_selection
 from phrasedet.fileio import load_json_file
 
-__all__ = ["RECORD_FILE", "RunRecords", "backbone_digest", "file_digest", "format_records", "keep_evaluations",
-           "model_digest", "read_records", "save_backbone", "save_model"]
+__all__ = ["RECORD_FILE", "RUN_FILES", "RunRecords", "backbone_digest", "drop_leftovers", "file_digest", "format_records",
+           "keep_evaluations", "model_digest", "read_records", "save_backbone", "save_model"]
 
 logger = logging.getLogger("phrasedet.engine")
 
@@ -208,8 +208,36 @@ class RunRecords:
             logger.warning("%s: recorded with other word vectors (%s, now %s): trained again", self.path(out),
                            str(record.get("word_vectors", ""))[:12] or "none named", self.word_vectors[:12])
             return False
+        drop_leftovers(out)
         shutil.copytree(self.path(out), out, dirs_exist_ok=True)
         return True
+
+
+#: The files at the top of a folder that make it a run of its own (``runs.train_run`` writes both).
+RUN_FILES = ("results.json", "run_started.json")
+
+
+def drop_leftovers(out: str) -> None:
+    """Remove from ``out`` what an unfinished run left there before a record is restored into it:
+    the record is another, finished run, and the leftovers (checkpoints, a ``model_best.pth``,
+    Detectron2's appended ``metrics.json``) would pass for its files. A run interrupted while it
+    replaced its record left such a folder, and a later evaluation took that run's ``model_best.pth``
+    of iteration 599 for the record's model (the long-tailed world's detector 1, seed 1). Sub-folders
+    that hold a run of their own (:data:`RUN_FILES` at their top, e.g. ``stage1_eval``) stay."""
+    if not os.path.isdir(out):
+        return
+    dropped = []
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            if any(os.path.isfile(os.path.join(path, f)) for f in RUN_FILES):
+                continue
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+        dropped.append(name)
+    if dropped:
+        logger.warning("%s: an unfinished run's files removed before its record was restored: %s", out, ", ".join(dropped))
 
 
 #: The columns of :func:`format_records`: (header, metric key found anywhere in a run's results).
