@@ -285,3 +285,50 @@ def test_a_filtered_evaluation_of_another_model_than_the_tested_run_is_an_error(
     compare.main(args + ["--resume"])
     summary = json.loads((tmp_path / "out" / "comparison.json").read_text())["runs"]["detector1"]["runs"]
     assert [r["unfiltered_mAP"] for r in summary["cite_cca_filtered"]] == [12.0, 12.0]
+
+
+def test_a_run_restored_without_weights_is_trained_again_before_its_row_is_read(tmp_path, monkeypatch):
+    """A filtered evaluation needs the tested model's weights, which records do not keep: cite_cca is
+    trained again (its record replaced) before the table reads it, so its row and the filtered row are
+    one model (the table once showed the record's earlier run beside the new run's filtered evaluation)."""
+    from phrasedet.engine.comparison.runs import finished
+
+    monkeypatch.setattr(compare, "word_vectors_digest", lambda config, opts: "text")
+    trained = []
+
+    def train_run(name, config, out, resume, opts, flags=(), records=None):
+        if not finished(out, resume, records):
+            trained.append(name)
+            os.makedirs(out, exist_ok=True)
+            if name == "cite_cca_filtered":  # the evaluation of the weights it was given
+                weights = dict(zip(*[iter(map(str, opts))] * 2))["MODEL.WEIGHTS"]
+                tested = json.loads(open(os.path.join(os.path.dirname(weights), "results.json")).read())["results"]
+                results = {"phrase_detection": {**METRICS, "mAP": 99.0}, "phrase_detection_unfiltered": tested["phrase_detection"]}
+            else:  # each training gives another model
+                results = {"phrase_detection": {**METRICS, "mAP": 10.0 + len(trained)}, "phrase_detection_ppa": METRICS}
+            with open(os.path.join(out, "results.json"), "w") as f:
+                json.dump({"final_model": os.path.join(out, "model_best.pth"), "results": results}, f)
+            with open(os.path.join(out, "wall_time.json"), "w") as f:
+                json.dump({"minutes": 1.0}, f)
+            if len(trained) > 1:  # the retraining keeps its weights
+                open(os.path.join(out, "model_best.pth"), "w").close()
+            if records is not None:
+                records.save(out, name=name)
+        with open(os.path.join(out, "results.json")) as f:
+            return json.load(f)["results"], 1.0
+
+    monkeypatch.setattr(compare, "train_run", train_run)
+    kept = tmp_path / "records" / "detector1" / "detector.pth"
+    kept.parent.mkdir(parents=True)
+    torch.save({"model": {"w": torch.tensor([7.0])}}, kept)
+    records = ["--record-root", str(tmp_path / "records"), "--seeds", "0", "--models", "cite_cca"]
+    compare.main(["--output-root", str(tmp_path / "a"), "--detectors", "1", *records])  # mAP 11.0
+    assert trained == ["cite_cca"]
+    # another machine: the record restored without weights, and the filtered evaluation asked for
+    compare.main(["--output-root", str(tmp_path / "b"), "--detectors", "1", "--resume", *records,
+                  "--filter-weights", str(tmp_path / "filter.pth")])
+    assert trained == ["cite_cca", "cite_cca", "cite_cca_filtered"]
+    runs = json.loads((tmp_path / "b" / "comparison.json").read_text())["runs"]["detector1"]["runs"]
+    assert runs["cite_cca"][0]["mAP"] == 12.0 and runs["cite_cca_filtered"][0]["unfiltered_mAP"] == 12.0
+    record = tmp_path / "records" / "detector1" / "seed0" / "cite_cca" / "results.json"
+    assert json.loads(record.read_text())["results"]["phrase_detection"]["mAP"] == 12.0

@@ -207,6 +207,8 @@ class DetectorComparison:
         if self.args.records_only:
             self.keep_recorded()
         on_detector = ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", weights]
+        if "cite_cca" in self.models and self.args.filter is not None and not self.args.records_only:
+            self.weights_for_filtering(on_detector)
         runs, ppa, minutes, self.presence, self.aps = {}, {}, {}, {}, {}
         for model in self.models:
             per_seed = MODELS[model][2]
@@ -245,20 +247,27 @@ class DetectorComparison:
         every kept seed's filtered evaluation is recorded."""
         return not self.args.records_only or all(finished(self.out("cite_cca_filtered", s), True, self.records) for s in self.seeds)
 
+    def weights_for_filtering(self, on_detector):
+        """Before any row is read: ``cite_cca`` trained again for each seed whose filtered
+        evaluation is still to be made and whose run was restored from a record (records keep no
+        weights). Its record is replaced, so every row of the table is the run that is filtered."""
+        for seed in self.seeds:
+            run = self.out("cite_cca", seed)
+            if finished(self.out("cite_cca_filtered", seed), self.args.resume, self.records) or \
+                    not finished(run, self.args.resume, self.records) or os.path.isfile(_final_model(run)):
+                continue
+            print(f"  {os.path.relpath(run, self.root)}: restored from its record without weights: trained again", flush=True)
+            self._train("cite_cca", seed, on_detector, self.records, resume=False)
+
     def filtered(self, seed, tested_map):
         """``cite_cca``'s tested model of ``seed`` evaluated with phrase filtering (its record, or
-        the model trained again when its weights were not kept). Its mAP without the filter must be
-        ``tested_map``, the ``cite_cca`` run's own test mAP: otherwise the weights were another
-        model's (an error naming both)."""
+        the evaluation of the weights :meth:`weights_for_filtering` made sure of). Its mAP without
+        the filter must be ``tested_map``, the ``cite_cca`` run's own test mAP: otherwise the
+        weights were another model's (an error naming both)."""
         out = self.out("cite_cca_filtered", seed)
         weights = ""
         if not finished(out, self.args.resume, self.records):
-            run = self.out("cite_cca", seed)
-            weights = _final_model(run)
-            if not os.path.isfile(weights):
-                print(f"  {os.path.relpath(run, self.root)}: restored from its record without weights: trained again", flush=True)
-                self._train("cite_cca", seed, ["PHRASEDET.RECIPE.DETECTOR_WEIGHTS", self.detector()], self.records, resume=False)
-                weights = _final_model(run)
+            weights = _final_model(self.out("cite_cca", seed))
         f = self.args.filter
         keys = ["MODEL.WEIGHTS", weights, "TEST.PHRASE_FILTER.RETRIEVAL_CONFIG", f["config"], "TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS",
                 f["weights"], "TEST.PHRASE_FILTER.RETRIEVAL_OPTS", repr(list(f["opts"])), "TEST.PHRASE_FILTER.TOP_N", 75]
