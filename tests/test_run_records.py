@@ -238,3 +238,25 @@ def test_a_record_restored_over_an_interrupted_run_replaces_its_files_and_keeps_
     caplog.clear()
     drop_leftovers(str(tmp_path / "nowhere"))  # nothing there: nothing to say
     assert not caplog.text
+
+
+def test_a_run_trained_again_replaces_its_record_and_no_file_of_the_older_run_stays(tmp_path):
+    """A file written beside a record (compare_recipes' presence_oracle.json) belonged to the older run:
+    kept over the new record, the presence oracle of four retrained runs was the older model's."""
+    out = tmp_path / "output" / "seed1" / "cite_cca"
+    _run(str(out), rsum=300.0)
+    records = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "d", ROOT)
+    dest = records.save(str(out))
+    with open(os.path.join(dest, "presence_oracle.json"), "w") as f:
+        json.dump({"mAP": 1.0}, f)
+    nested = os.path.join(dest, "stage1_eval")  # the record of a run of its own inside this one
+    os.makedirs(nested)
+    with open(os.path.join(nested, RECORD_FILE), "w") as f:
+        json.dump({"name": "stage1_eval"}, f)
+    shutil.rmtree(out)
+    _run(str(out), rsum=111.0)
+    os.remove(out / "stage1_frozen_cnn" / "selection.json")  # the new run wrote no such file
+    assert records.save(str(out)) == dest
+    assert _files(dest) == ["metrics.json", RECORD_FILE, "results.json", "selection.json",
+                            os.path.join("stage1_eval", RECORD_FILE), "wall_time.json"]
+    assert json.loads(open(os.path.join(dest, "results.json")).read())["results"]["retrieval"]["rsum"] == 111.0

@@ -164,9 +164,12 @@ class RunRecords:
         return os.path.join(self.record_root, rel)
 
     def save(self, out: str, **meta) -> str:
-        """Record the finished run in ``out`` (over an older record: the records of runs nested in
-        it stay), with ``meta`` in its ``record.json``. Returns the record folder."""
+        """Record the finished run in ``out``, with ``meta`` in its ``record.json``. Over an older
+        record (a run trained again) the older record's files go first, but the records of runs
+        nested in it stay: a file only the older run had (the ``presence_oracle.json`` written
+        beside a record) would pass for the new run's. Returns the record folder."""
         dest = self.path(out)
+        _clear(dest, (RECORD_FILE,))  # an older record's files that this run did not write (its presence_oracle.json, say)
         for folder, _, files in os.walk(out):
             for name in sorted(f for f in files if f.endswith(".json") and f != RECORD_FILE):
                 src = os.path.join(folder, name)
@@ -213,6 +216,24 @@ class RunRecords:
         return True
 
 
+def _clear(folder: str, marks) -> list:
+    """Remove everything in ``folder`` but its sub-folders with one of the files ``marks`` at their
+    top (runs or records of their own, nested in it). Returns the names removed."""
+    if not os.path.isdir(folder):
+        return []
+    dropped = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            if any(os.path.isfile(os.path.join(path, f)) for f in marks):
+                continue
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+        dropped.append(name)
+    return dropped
+
+
 #: The files at the top of a folder that make it a run of its own (``runs.train_run`` writes both).
 RUN_FILES = ("results.json", "run_started.json")
 
@@ -224,18 +245,7 @@ def drop_leftovers(out: str) -> None:
     replaced its record left such a folder, and a later evaluation took that run's ``model_best.pth``
     of iteration 599 for the record's model (the long-tailed world's detector 1, seed 1). Sub-folders
     that hold a run of their own (:data:`RUN_FILES` at their top, e.g. ``stage1_eval``) stay."""
-    if not os.path.isdir(out):
-        return
-    dropped = []
-    for name in sorted(os.listdir(out)):
-        path = os.path.join(out, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            if any(os.path.isfile(os.path.join(path, f)) for f in RUN_FILES):
-                continue
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
-        dropped.append(name)
+    dropped = _clear(out, RUN_FILES)
     if dropped:
         logger.warning("%s: an unfinished run's files removed before its record was restored: %s", out, ", ".join(dropped))
 
