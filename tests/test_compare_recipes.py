@@ -332,3 +332,24 @@ def test_a_run_restored_without_weights_is_trained_again_before_its_row_is_read(
     assert runs["cite_cca"][0]["mAP"] == 12.0 and runs["cite_cca_filtered"][0]["unfiltered_mAP"] == 12.0
     record = tmp_path / "records" / "detector1" / "seed0" / "cite_cca" / "results.json"
     assert json.loads(record.read_text())["results"]["phrase_detection"]["mAP"] == 12.0
+
+
+def test_every_recorded_evaluation_beside_a_run_is_of_that_run():
+    """On the project's records (both worlds): each presence_oracle.json was computed from the
+    predictions of the model its record tested (the same mAP without the oracle), and each filtered
+    evaluation filtered that seed's cite_cca model (the same mAP unfiltered). Four records once kept
+    the presence oracle of a model trained before them."""
+    import glob
+
+    root = os.path.join(os.path.dirname(__file__), "..", "results")
+    checked = {"presence": 0, "filtered": 0}
+    for path in glob.glob(os.path.join(root, "phrase_detection_compare*", "**", "presence_oracle.json"), recursive=True):
+        tested = json.load(open(os.path.join(os.path.dirname(path), "results.json")))["results"]["phrase_detection"]["mAP"]
+        assert json.load(open(path))["phrase_detection"]["mAP"] == pytest.approx(tested, abs=1e-9), path
+        checked["presence"] += 1
+    for path in glob.glob(os.path.join(root, "phrase_detection_compare*", "**", "cite_cca_filtered", "results.json"), recursive=True):
+        run = os.path.join(os.path.dirname(os.path.dirname(path)), "cite_cca", "results.json")
+        tested = json.load(open(run))["results"]["phrase_detection"]["mAP"]
+        assert json.load(open(path))["results"]["phrase_detection_unfiltered"]["mAP"] == pytest.approx(tested, abs=1e-9), path
+        checked["filtered"] += 1
+    assert checked["presence"] >= 100 and checked["filtered"] >= 12, checked
