@@ -260,3 +260,5 @@ def test_a_run_trained_again_replaces_its_record_and_no_file_of_the_older_run_st
     assert _files(dest) == ["metrics.json", RECORD_FILE, "results.json", "selection.json",
                             os.path.join("stage1_eval", RECORD_FILE), "wall_time.json"]
     assert json.loads(open(os.path.join(dest, "results.json")).read())["results"]["retrieval"]["rsum"] == 111.0
+    with pytest.raises(ValueError, match="is not under the comparison's output folder"):  # saving it would clear every record
+        records.save(str(tmp_path / "output"))

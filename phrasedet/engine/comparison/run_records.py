@@ -159,7 +159,7 @@ class RunRecords:
     def path(self, out: str) -> str:
         """The record folder of the run in ``out`` (a folder under ``output_root``)."""
         rel = os.path.relpath(os.path.abspath(out), self.output_root)
-        if rel.startswith(os.pardir):
+        if rel.startswith(os.pardir) or rel == os.curdir:  # the folder itself holds every record: never a run's
             raise ValueError(f"{out} is not under the comparison's output folder {self.output_root}")
         return os.path.join(self.record_root, rel)
 
