@@ -46,6 +46,12 @@ def fake_runs(monkeypatch):
     return calls
 
 
+def _pairs(opts):
+    """{KEY: VALUE} of a run's ``KEY VALUE`` list, as strings."""
+    opts = [str(o) for o in opts]
+    return dict(zip(opts[::2], opts[1::2]))
+
+
 def _args(tmp_path, *extra):
     p = ["--output-root", str(tmp_path / "out"), "--detectors", "1", "--seeds", "0", "2", *extra]
     return p
@@ -269,7 +275,7 @@ def test_a_filtered_evaluation_of_another_model_than_the_tested_run_is_an_error(
         results, minutes = fake(name, *args, **kw)
         if name != "cite_cca_filtered":
             return results, minutes
-        seed = dict(zip(*[iter(map(str, args[3]))] * 2))["SEED"]
+        seed = _pairs(args[3])["SEED"]
         return {**results, "phrase_detection_unfiltered": {**METRICS, "mAP": unfiltered[seed]}}, minutes
 
     monkeypatch.setattr(compare, "train_run", train_run)
@@ -301,7 +307,7 @@ def test_a_run_restored_without_weights_is_trained_again_before_its_row_is_read(
             trained.append(name)
             os.makedirs(out, exist_ok=True)
             if name == "cite_cca_filtered":  # the evaluation of the weights it was given
-                weights = dict(zip(*[iter(map(str, opts))] * 2))["MODEL.WEIGHTS"]
+                weights = _pairs(opts)["MODEL.WEIGHTS"]
                 tested = json.loads(open(os.path.join(os.path.dirname(weights), "results.json")).read())["results"]
                 results = {"phrase_detection": {**METRICS, "mAP": 99.0}, "phrase_detection_unfiltered": tested["phrase_detection"]}
             else:  # each training gives another model

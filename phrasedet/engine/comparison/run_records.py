@@ -34,8 +34,8 @@ from typing import Optional
 from phrasedet.engine.model_selection import read_selection
 from phrasedet.fileio import load_json_file
 
-__all__ = ["RECORD_FILE", "RUN_FILES", "RunRecords", "backbone_digest", "drop_leftovers", "file_digest", "format_records",
-           "keep_evaluations", "model_digest", "read_records", "save_backbone", "save_model"]
+__all__ = ["RECORD_FILE", "RUN_FILES", "STARTED", "RunRecords", "backbone_digest", "drop_leftovers", "file_digest",
+           "format_records", "keep_evaluations", "model_digest", "read_records", "save_backbone", "save_model"]
 
 logger = logging.getLogger("phrasedet.engine")
 
@@ -234,8 +234,10 @@ def _clear(folder: str, marks) -> list:
     return dropped
 
 
+#: The command that started a run, written into its folder by ``runs.train_run``.
+STARTED = "run_started.json"
 #: The files at the top of a folder that make it a run of its own (``runs.train_run`` writes both).
-RUN_FILES = ("results.json", "run_started.json")
+RUN_FILES = ("results.json", STARTED)
 
 
 def drop_leftovers(out: str) -> None:

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 
+from .run_records import STARTED
 from .tool_process import ROOT, run_python, tool_path
 
 __all__ = ["ROOT", "STARTED", "SCHEDULE_KEYS", "run_tool", "finished", "train_run"]
@@ -82,9 +83,6 @@ def _start_afresh(out: str):
     if os.path.isdir(out) and os.listdir(out):
         print(f"  {out}: an unfinished or replaced run's files removed; trained from the start", flush=True)
         shutil.rmtree(out)
-
-
-STARTED = "run_started.json"
 
 
 def _read_started(out: str):
