@@ -306,3 +306,85 @@ def test_the_random_baseline_s_default_seed_is_0_and_its_draw_never_repeats_a_se
     assert default.top_n == len(captions)
     for i in ids:
         assert sorted(default.captions[i]) == list(range(len(captions)))
+
+
+def test_the_config_check_names_each_bad_value_in_full(tmp_path):
+    from phrasedet.engine.phrase_filtering import check_phrase_filter_config
+
+    check_phrase_filter_config(_cfg(tmp_path, TOP_N=1))  # one sentence per image is a filter
+    with pytest.raises(ValueError) as error:
+        check_phrase_filter_config(_cfg(tmp_path, TOP_N=0))
+    assert str(error.value) == "TEST.PHRASE_FILTER.TOP_N must be >= 1, got 0"
+    weights = tmp_path / "w.pth"
+    weights.write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        check_phrase_filter_config(_cfg(tmp_path, RETRIEVAL_WEIGHTS=str(weights), RETRIEVAL_CONFIG=""))
+    assert str(error.value) == ("TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS is set but TEST.PHRASE_FILTER.RETRIEVAL_CONFIG is "
+                                "not: name the retrieval model's config (a yaml of configs/retrieval/ or its run's config.yaml)")
+    with pytest.raises(ValueError) as error:
+        check_phrase_filter_config(_cfg(tmp_path, RETRIEVAL_WEIGHTS=str(weights), RETRIEVAL_OPTS=TINY + ["A"]))
+    assert str(error.value) == f"TEST.PHRASE_FILTER.RETRIEVAL_OPTS must be KEY VALUE pairs, got {TINY + ['A']}"
+    with pytest.raises(ValueError) as error:
+        build_phrase_filter(_cfg(tmp_path), SMALL_TEST)
+    assert str(error.value) == ("no phrase filter configured: set TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS (with "
+                                "RETRIEVAL_CONFIG) or TEST.PHRASE_FILTER.FILE")
+
+
+def test_top_n_indices_are_int64_and_top_0_is_empty():
+    scores = np.array([[0.3, 0.1], [0.2, 0.4]], dtype=np.float32)
+    top = top_n_indices(scores, 1)
+    assert top.dtype == np.int64 and top.tolist() == [[0], [1]]
+    assert top_n_indices(scores, 0).shape == (2, 0)
+
+
+def test_a_saved_filter_of_another_top_n_is_used_with_a_warning(weights, tmp_path, caplog):
+    import logging
+
+    path, _ = weights
+    build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path), SMALL_TEST)
+    saved = os.path.join(str(tmp_path), "inference", SMALL_TEST, "phrase_filter.json")
+    with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
+        same = build_phrase_filter(_cfg(tmp_path, FILE=saved), SMALL_TEST)
+    assert same.top_n == TOP_N and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
+        other = build_phrase_filter(_cfg(tmp_path, FILE=saved, TOP_N=TOP_N + 1), SMALL_TEST)
+    assert other.top_n == TOP_N
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        f"TEST.PHRASE_FILTER.FILE {saved} was built with the top {TOP_N} sentences, TEST.PHRASE_FILTER.TOP_N is "
+        f"{TOP_N + 1}: using the file's"]
+
+
+def test_weights_that_do_not_fit_are_refused_with_a_hint_only_for_a_missing_backbone(weights, tmp_path):
+    path, model = weights
+    rcfg, _ = retrieval_config(_cfg(tmp_path))
+    state = model.state_dict()
+    prefix = ("TEST.PHRASE_FILTER.RETRIEVAL_WEIGHTS does not fit TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: ")
+    hint = (" (a model trained on pixels with the backbone untouched: set MODEL.RETRIEVAL.BACKBONE_WEIGHTS through "
+            "TEST.PHRASE_FILTER.RETRIEVAL_OPTS)")
+    headless = tmp_path / "headless.pth"
+    torch.save({"model": {k: v for k, v in state.items() if not k.startswith("image_encoder.backbone.")}}, headless)
+    with pytest.raises(ValueError) as error:
+        build_retrieval_model(rcfg, str(headless))
+    assert str(error.value).startswith(prefix + f"{headless} does not fit the model: missing ['image_encoder.backbone.")
+    assert str(error.value).endswith("], unexpected []" + hint)
+    extra = tmp_path / "extra.pth"
+    torch.save({"model": {**state, "bogus.weight": torch.zeros(1)}}, extra)
+    with pytest.raises(ValueError) as error:
+        build_retrieval_model(rcfg, str(extra))
+    assert str(error.value) == prefix + f"{extra} does not fit the model: missing [], unexpected ['bogus.weight']"
+
+
+def test_a_features_model_keeps_its_extraction_cnn_even_when_its_checkpoint_holds_another(weights, tmp_path):
+    path, model = weights
+    state = model.state_dict()
+    backbone = tmp_path / "extractor.pth"
+    torch.save({"model": {k: v for k, v in state.items() if k.startswith("image_encoder.backbone.")}}, backbone)
+    other = tmp_path / "other_backbone.pth"  # the head, and a backbone of zeros that must not be read
+    torch.save({"model": {k: torch.zeros_like(v) if k.startswith("image_encoder.backbone.") else v
+                          for k, v in state.items()}}, other)
+    opts = TINY + ["MODEL.RETRIEVAL.IMAGE_INPUT", "features", "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", str(backbone)]
+    rcfg, from_features = retrieval_config(_cfg(tmp_path, RETRIEVAL_OPTS=opts))
+    loaded = build_retrieval_model(rcfg, str(other), skip_backbone=from_features).state_dict()
+    for k, v in state.items():
+        if k.startswith("image_encoder.backbone.") and v.is_floating_point():
+            assert torch.equal(loaded[k], v), k
