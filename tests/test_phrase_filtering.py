@@ -388,3 +388,73 @@ def test_a_features_model_keeps_its_extraction_cnn_even_when_its_checkpoint_hold
     for k, v in state.items():
         if k.startswith("image_encoder.backbone.") and v.is_floating_point():
             assert torch.equal(loaded[k], v), k
+
+
+def _scripted_clock(monkeypatch, *ticks):
+    """The module's ``time.perf_counter`` returns ``ticks`` in turn, then 0."""
+    import itertools
+    from types import SimpleNamespace
+
+    import phrasedet.engine.phrase_filtering as module
+
+    clock = itertools.chain(ticks, itertools.repeat(0.0))
+    monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+
+
+def test_the_filter_s_description_and_log_give_its_model_and_timings_by_hand(weights, tmp_path, monkeypatch, caplog):
+    import logging
+
+    import phrasedet.engine.phrase_filtering as module
+
+    path, _ = weights
+    if "phrasefilter_builtin_test_one" not in DatasetCatalog.list():
+        DatasetCatalog.register("phrasefilter_builtin_test_one", lambda: DatasetCatalog.get(SMALL_TEST)[:1])
+    real_retrieve = module.retrieve
+
+    def retrieve(*args):
+        retrieved, _ = real_retrieve(*args)
+        return retrieved, {"caption_seconds": 1.23456, "image_seconds": 0.0740741}
+
+    monkeypatch.setattr(module, "retrieve", retrieve)
+    cfg = _cfg(tmp_path, RETRIEVAL_WEIGHTS=path)
+    rcfg, _ = retrieval_config(cfg)
+    captions = sentence_database(rcfg)
+    cases = ((SMALL_TEST, NUM_TEST, 0.01235, 12.3), ("phrasefilter_builtin_test_one", 1, 0.07407, 74.1))
+    for dataset, images, per_image, per_image_ms in cases:  # seconds per image: 0.0740741 s over the images
+        _scripted_clock(monkeypatch, 100.0, 102.5)  # the model is built in 2.5 s
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="phrasedet.engine"):
+            built = build_phrase_filter(cfg, dataset, output_path="")
+        assert built.retrieval_model == {
+            "config": cfg.TEST.PHRASE_FILTER.RETRIEVAL_CONFIG, "weights": path, "backbone_weights": "",
+            "from_features": False, "score": rcfg.MODEL.RETRIEVAL.SCORE, "sentence_datasets": list(rcfg.DATASETS.TRAIN),
+            "num_sentences": len(captions), "caption_seconds": 1.235, "seconds_per_image": per_image}
+        assert (f"Phrase filter of {dataset}: top {TOP_N} of {len(captions)} sentences ({', '.join(rcfg.DATASETS.TRAIN)}) "
+                f"for {images} images; model built in 2.5 s, sentences embedded in 1.2 s, {per_image_ms} ms per test "
+                f"image, {built.mean_tokens():.1f} allowed tokens per image on average") in caplog.messages
+
+
+def test_top_n_above_the_sentence_database_warns_and_an_empty_database_is_refused(weights, tmp_path, monkeypatch, caplog):
+    import logging
+
+    import phrasedet.engine.phrase_filtering as module
+
+    path, _ = weights
+    rcfg, _ = retrieval_config(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path))
+    n = len(sentence_database(rcfg))
+
+    def warnings():
+        return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+    with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
+        every = build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, TOP_N=n), SMALL_TEST, output_path="")
+    assert warnings() == [] and all(sorted(c) == list(range(n)) for c in every.captions.values())
+    with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
+        build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, TOP_N=n + 1), SMALL_TEST, output_path="")
+    assert warnings() == [f"TEST.PHRASE_FILTER.TOP_N {n + 1} is more than the {n} sentences of "
+                          f"{list(rcfg.DATASETS.TRAIN)}: every sentence is retrieved"]
+    monkeypatch.setattr(module, "sentence_database", lambda rcfg: [])
+    with pytest.raises(ValueError) as error:
+        build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path), SMALL_TEST, output_path="")
+    assert str(error.value) == (f"TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: DATASETS.TRAIN {list(rcfg.DATASETS.TRAIN)} "
+                                "has no captions")
