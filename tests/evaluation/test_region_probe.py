@@ -198,3 +198,26 @@ def test_an_image_the_ground_truth_lacks_is_named_with_the_count_of_missing_ones
     with pytest.raises(KeyError) as error:
         object_region_features(Model(), lambda r: pytest.fail("mapped"), records, {"a": {"objects": []}})
     assert error.value.args == ("image '7' is not in the built-in ground truth (2 missing)",)
+
+
+def test_images_go_through_the_detector_eight_at_a_time_by_default_and_none_give_an_empty_float32_matrix(monkeypatch):
+    """``object_region_features`` with a stand-in detector: ten same-size images, the default batch
+    size; and no records at all, rows of the region features' width."""
+    from types import SimpleNamespace
+
+    import phrasedet.evaluation.region_probe as module
+
+    passes = []
+
+    def features(model, batch, boxes):
+        passes.append(len(batch))
+        return [torch.ones(len(b), 3) for b in boxes]
+
+    monkeypatch.setattr(module, "boxes_region_features", features)
+    model = SimpleNamespace(eval=lambda: None, roi_heads=SimpleNamespace(region_features=SimpleNamespace(output_dim=7)))
+    records = [{"image_id": str(i), "height": 20, "width": 20} for i in range(10)]
+    images = {str(i): {"objects": [{"box": [1, 2, 3, 4]}]} for i in range(10)}
+    got, objects = object_region_features(model, lambda r: {**r, "image": torch.zeros(3, 10, 10)}, records, images)
+    assert passes == [8, 2] and got.shape == (10, 3) and len(objects) == 10
+    empty, none = object_region_features(model, pytest.fail, [], images)
+    assert empty.shape == (0, 7) and empty.dtype == np.float32 and none == []
