@@ -32,6 +32,11 @@ def test_the_profile_of_a_hand_made_representation():
     with pytest.raises(ValueError) as error:
         feature_profile(train, val[:, :3])
     assert str(error.value) == "features must be [N, F] and [M, F] with one F, got (3, 4) and (3, 3)"
+    with pytest.raises(ValueError) as error:
+        feature_profile(train[0], val)
+    assert str(error.value) == "features must be [N, F] and [M, F] with one F, got (4,) and (3, 4)"
+    small = feature_profile(train, np.array([[0, 0, 0, 0.25], [0.25, 0, 0, 0.5], [0, 0, 0, 0]]), rare=1)
+    assert small["val_unused_mass"] == pytest.approx(100 * (1 + 2 / 3 + 0) / 3)  # shares of rows of mass below 1
     table = format_profiles({"toy": p}, rare=1)
     assert table.splitlines() == [
         "| representation | dims | nonzero (%) | mean norm | unused dims | rare dims (1-1 images) | training images with a "

@@ -41,7 +41,7 @@ def _mass_share(features: np.ndarray, columns: np.ndarray) -> float:
     """Mean over rows of the share (%) of a row's absolute mass in ``columns`` (rows of zeros count 0)."""
     mass = np.abs(features)
     total = mass.sum(1)
-    share = np.divide(mass[:, columns].sum(1), total, out=np.zeros_like(total, dtype=np.float64), where=total > 0)
+    share = mass[:, columns].sum(1) / np.where(total > 0, total, 1.0)  # a row of zeros: 0 / 1
     return float(100 * share.mean())
 
 
