@@ -168,3 +168,23 @@ def test_a_column_without_a_group_shows_a_dash():
                                      "size": {"auc": 0.9, "labels": 1, "skipped": 0}}})
     assert table.splitlines()[2:] == ["| shape (6 / 0) | 0.500 | 1.000 |", "| size (1 / 0) | - | 0.900 |"]
 
+
+
+@pytest.mark.usefixtures("builtin_root")
+def test_a_split_s_labels_follow_its_records_and_the_groups_asked_and_missing_images_are_counted():
+    import phrasedet  # noqa: F401
+    from detectron2.data import DatasetCatalog
+
+    from phrasedet.data.datasets.builtin import builtin_dataset_root
+    from phrasedet.data.synthetic.ground_truth import load_ground_truth
+    from phrasedet.data.synthetic.labels import label_matrix
+
+    images = load_ground_truth(builtin_dataset_root())
+    ids, labels = builtin_split_labels(TEST_SPLIT, images, ["colour"])
+    assert ids == [str(r["image_id"]) for r in DatasetCatalog.get(TEST_SPLIT)]
+    assert labels.tolist() == label_matrix([images[i] for i in ids], ["colour"]).tolist()
+    assert builtin_split_labels(TEST_SPLIT, images)[1].tolist() == label_matrix([images[i] for i in ids]).tolist()
+    partial = {k: v for k, v in images.items() if k not in (ids[3], ids[5])}
+    with pytest.raises(KeyError) as error:
+        builtin_split_labels(TEST_SPLIT, partial)
+    assert error.value.args == (f"{TEST_SPLIT}: image {ids[3]!r} is not in the built-in ground truth (2 missing)",)
