@@ -458,3 +458,29 @@ def test_top_n_above_the_sentence_database_warns_and_an_empty_database_is_refuse
         build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path), SMALL_TEST, output_path="")
     assert str(error.value) == (f"TEST.PHRASE_FILTER.RETRIEVAL_CONFIG: DATASETS.TRAIN {list(rcfg.DATASETS.TRAIN)} "
                                 "has no captions")
+
+
+def test_the_retrieval_config_refuses_what_is_not_a_retrieval_model_and_clears_what_the_filter_sets(tmp_path):
+    from types import SimpleNamespace
+
+    cite = os.path.join(ROOT, "configs", "cite_cca.yaml")
+    with pytest.raises(ValueError) as error:
+        retrieval_config(_cfg(tmp_path, RETRIEVAL_CONFIG=cite, RETRIEVAL_OPTS=[]))
+    assert str(error.value) == (f"TEST.PHRASE_FILTER.RETRIEVAL_CONFIG {cite!r}: MODEL.META_ARCHITECTURE is 'PhraseRCNN', "
+                                "the filter needs an ImageTextEmbedding (configs/retrieval/)")
+    cfg = _cfg(tmp_path, RETRIEVAL_OPTS=TINY + ["DATASETS.TRAIN", "()"])
+    with pytest.raises(ValueError) as error:
+        retrieval_config(cfg)
+    assert str(error.value) == (f"TEST.PHRASE_FILTER.RETRIEVAL_CONFIG {cfg.TEST.PHRASE_FILTER.RETRIEVAL_CONFIG!r}: "
+                                "DATASETS.TRAIN (the sentence database) is empty")
+    with pytest.raises(ValueError) as error:
+        sentence_database(SimpleNamespace(DATASETS=SimpleNamespace(TRAIN=[])))
+    assert str(error.value) == ("TEST.PHRASE_FILTER.RETRIEVAL_CONFIG builds its vocabulary from the captions of "
+                                "DATASETS.TRAIN, which is empty")
+    backbone = tmp_path / "extractor.pth"
+    backbone.write_bytes(b"")
+    opts = TINY + ["MODEL.WEIGHTS", "x.pth", "MODEL.RETRIEVAL.IMAGE_INPUT", "features",
+                   "MODEL.RETRIEVAL.BACKBONE_WEIGHTS", str(backbone), "MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS", "5"]
+    rcfg, from_features = retrieval_config(_cfg(tmp_path, RETRIEVAL_OPTS=opts))
+    # the weights come from RETRIEVAL_WEIGHTS, never MODEL.WEIGHTS; the CNN stays frozen, as the features were
+    assert from_features and rcfg.MODEL.WEIGHTS == "" and rcfg.MODEL.RETRIEVAL.FREEZE_BACKBONE_ITERS == -1
