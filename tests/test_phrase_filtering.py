@@ -1,8 +1,10 @@
 """Building the phrase filter with a retrieval model (phrasedet/engine/phrase_filtering.py): each
 test image and each sentence is embedded once, every image gets its top-N sentences and their
 tokens; a features model runs on pixels; the trainer's evaluator reports both tables."""
+import logging
 import math
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from detectron2.config import get_cfg
 from detectron2.data import DatasetCatalog, MetadataCatalog
 
 import phrasedet  # noqa: F401
+import phrasedet.engine.phrase_filtering as module
 from phrasedet.config import add_phrasedet_config
 from phrasedet.engine import PhrasedetTrainer
 from phrasedet.engine.phrase_filtering import (build_phrase_filter, build_retrieval_model, random_phrase_filter,
@@ -262,8 +265,6 @@ def test_the_random_sentences_baseline_draws_top_n_distinct_sentences_per_image_
 
 
 def _features_model(weights="", features_dir=""):
-    from types import SimpleNamespace
-
     return SimpleNamespace(MODEL=SimpleNamespace(RETRIEVAL=SimpleNamespace(BACKBONE_WEIGHTS=weights,
                                                                           IMAGE_FEATURES_DIR=features_dir)))
 
@@ -337,19 +338,21 @@ def test_top_n_indices_are_int64_and_top_0_is_empty():
     assert top_n_indices(scores, 0).shape == (2, 0)
 
 
-def test_a_saved_filter_of_another_top_n_is_used_with_a_warning(weights, tmp_path, caplog):
-    import logging
+def _warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
 
+
+def test_a_saved_filter_of_another_top_n_is_used_with_a_warning(weights, tmp_path, caplog):
     path, _ = weights
     build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path), SMALL_TEST)
     saved = os.path.join(str(tmp_path), "inference", SMALL_TEST, "phrase_filter.json")
     with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
         same = build_phrase_filter(_cfg(tmp_path, FILE=saved), SMALL_TEST)
-    assert same.top_n == TOP_N and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert same.top_n == TOP_N and not _warnings(caplog)
     with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
         other = build_phrase_filter(_cfg(tmp_path, FILE=saved, TOP_N=TOP_N + 1), SMALL_TEST)
     assert other.top_n == TOP_N
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+    assert _warnings(caplog) == [
         f"TEST.PHRASE_FILTER.FILE {saved} was built with the top {TOP_N} sentences, TEST.PHRASE_FILTER.TOP_N is "
         f"{TOP_N + 1}: using the file's"]
 
@@ -393,19 +396,12 @@ def test_a_features_model_keeps_its_extraction_cnn_even_when_its_checkpoint_hold
 def _scripted_clock(monkeypatch, *ticks):
     """The module's ``time.perf_counter`` returns ``ticks`` in turn, then 0."""
     import itertools
-    from types import SimpleNamespace
-
-    import phrasedet.engine.phrase_filtering as module
 
     clock = itertools.chain(ticks, itertools.repeat(0.0))
     monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
 
 
 def test_the_filter_s_description_and_log_give_its_model_and_timings_by_hand(weights, tmp_path, monkeypatch, caplog):
-    import logging
-
-    import phrasedet.engine.phrase_filtering as module
-
     path, _ = weights
     if "phrasefilter_builtin_test_one" not in DatasetCatalog.list():
         DatasetCatalog.register("phrasefilter_builtin_test_one", lambda: DatasetCatalog.get(SMALL_TEST)[:1])
@@ -435,23 +431,16 @@ def test_the_filter_s_description_and_log_give_its_model_and_timings_by_hand(wei
 
 
 def test_top_n_above_the_sentence_database_warns_and_an_empty_database_is_refused(weights, tmp_path, monkeypatch, caplog):
-    import logging
-
-    import phrasedet.engine.phrase_filtering as module
-
     path, _ = weights
     rcfg, _ = retrieval_config(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path))
     n = len(sentence_database(rcfg))
 
-    def warnings():
-        return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-
     with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
         every = build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, TOP_N=n), SMALL_TEST, output_path="")
-    assert warnings() == [] and all(sorted(c) == list(range(n)) for c in every.captions.values())
+    assert _warnings(caplog) == [] and all(sorted(c) == list(range(n)) for c in every.captions.values())
     with caplog.at_level(logging.WARNING, logger="phrasedet.engine"):
         build_phrase_filter(_cfg(tmp_path, RETRIEVAL_WEIGHTS=path, TOP_N=n + 1), SMALL_TEST, output_path="")
-    assert warnings() == [f"TEST.PHRASE_FILTER.TOP_N {n + 1} is more than the {n} sentences of "
+    assert _warnings(caplog) == [f"TEST.PHRASE_FILTER.TOP_N {n + 1} is more than the {n} sentences of "
                           f"{list(rcfg.DATASETS.TRAIN)}: every sentence is retrieved"]
     monkeypatch.setattr(module, "sentence_database", lambda rcfg: [])
     with pytest.raises(ValueError) as error:
@@ -461,8 +450,6 @@ def test_top_n_above_the_sentence_database_warns_and_an_empty_database_is_refuse
 
 
 def test_the_retrieval_config_refuses_what_is_not_a_retrieval_model_and_clears_what_the_filter_sets(tmp_path):
-    from types import SimpleNamespace
-
     cite = os.path.join(ROOT, "configs", "cite_cca.yaml")
     with pytest.raises(ValueError) as error:
         retrieval_config(_cfg(tmp_path, RETRIEVAL_CONFIG=cite, RETRIEVAL_OPTS=[]))
