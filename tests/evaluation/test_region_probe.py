@@ -189,6 +189,30 @@ def test_probing_a_detector_is_the_probe_of_its_region_features_on_both_splits(t
     assert default["labels"] != got["labels"]  # the regularization given reaches the probe
 
 
+def test_probing_a_detector_hands_its_batch_size_and_regularization_to_both_splits_8_and_1_by_default(monkeypatch):
+    """probe_detector_regions with stand-ins for its steps: each split's records go through
+    object_region_features with the batch size (8 unless given), and the probe gets the
+    regularization (1 unless given); the object counts are the two splits'."""
+    import phrasedet.evaluation.region_probe as module
+
+    calls = []
+
+    def features(model, mapper, records, images, *rest):
+        calls.append((records, rest))
+        return np.zeros((len(records), 2)), [{}] * len(records)
+
+    monkeypatch.setattr(DatasetCatalog, "get", lambda name: [name] * {"tr": 3, "te": 2, REGION_TRAIN_SPLIT: 5}.get(name, 1))
+    monkeypatch.setattr(module, "object_region_features", features)
+    monkeypatch.setattr(module, "probe_region_features", lambda tx, to, sx, so, *rest: {"probe": (len(tx), len(sx), rest)})
+    got = module.probe_detector_regions("model", "mapper", {}, "tr", "te", batch_size=3, c=0.05)
+    assert got == {"probe": (3, 2, (0.05,)), "objects": {"train": 3, "test": 2}}
+    assert calls == [(["tr"] * 3, (3,)), (["te"] * 2, (3,))]
+    calls.clear()
+    got = module.probe_detector_regions("model", "mapper", {})
+    assert got == {"probe": (5, 1, (1.0,)), "objects": {"train": 5, "test": 1}}
+    assert [rest for _, rest in calls] == [(8,), (8,)]
+
+
 def test_an_image_the_ground_truth_lacks_is_named_with_the_count_of_missing_ones():
     class Model:
         def eval(self):

@@ -26,6 +26,44 @@ def test_a_feature_that_is_the_label_is_read_perfectly_and_noise_is_not():
     assert auc[0] == 1.0 and abs(auc[1] - 0.5) < 0.1 and abs(auc[2] - 0.5) < 0.1
 
 
+def test_a_label_with_fewer_than_min_examples_negatives_in_training_is_skipped_as_one_with_few_positives():
+    """16 of 20 training images positive: 4 negatives, fewer than MIN_EXAMPLES (5); 15 positive:
+    5 negatives, probed. The test split holds both classes for each."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(20, 3))
+    y = np.zeros((20, 2), np.uint8)
+    y[:16, 0] = 1
+    y[:15, 1] = 1
+    yte = np.array([[1, 1], [0, 0], [1, 1], [0, 0]], np.uint8)
+    auc = probe_labels(x, y, x[:4], yte)
+    assert np.isnan(auc[0]) and 0.0 <= auc[1] <= 1.0
+
+
+def test_each_label_is_fit_to_convergence_where_scikit_learn_s_default_100_iterations_stop_short():
+    """Low-rank features with little noise and almost no regularization (C = 1e6): lbfgs needs a few
+    hundred iterations, more than scikit-learn's default of 100, which warns and stops early. The
+    probe warns of nothing and gives the AUC of a fit run to convergence by hand."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    from phrasedet.evaluation.representation_probe import _standardize
+
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(900, 8))
+    x = z @ rng.normal(size=(8, 64)) + 0.1 * rng.normal(size=(900, 64))
+    y = (z[:, :1] + 0.2 * rng.normal(size=(900, 1)) > 0.8).astype(np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        auc = probe_labels(x[:600], y[:600], x[600:], y[600:], c=1e6)
+    train_x, test_x = _standardize(x[:600], x[600:])
+    model = LogisticRegression(C=1e6, max_iter=100_000).fit(train_x, y[:600, 0])
+    assert model.n_iter_[0] > 100  # the case this test is for
+    assert auc[0] == pytest.approx(roc_auc_score(y[600:, 0], model.decision_function(test_x)), abs=1e-6)
+
+
 def test_the_auc_by_hand():
     """One feature, no noise: the probe's ranking is the feature's, so the AUC is the feature's
     own: positives 0.35 and 0.8 against negatives 0.1 and 0.4 win 3 of 4 pairs."""
@@ -133,7 +171,9 @@ def test_a_features_folder_of_maps_is_average_pooled_and_probed_in_this_process(
     assert got["labels"] == {n: None if np.isnan(a) else pytest.approx(float(a), abs=1e-6) for n, a in zip(label_names(), aucs)}
     assert got["groups"] == probe_groups(aucs, label_groups())
     assert 0.5 < got["groups"]["shape"]["auc"] < 0.9 and got["labels"]["2+ purple star"] is None  # neither chance nor perfect
-    assert probe_features_dir(str(tmp_path / "f"), images)["labels"] != got["labels"]  # c = 1: another answer
+    default = probe_features_dir(str(tmp_path / "f"), images)
+    assert default == probe_features_dir(str(tmp_path / "f"), images, c=1.0)  # the default regularization is 1
+    assert default["labels"] != got["labels"] != probe_features_dir(str(tmp_path / "f"), images, c=2.0)["labels"]
 
 
 def test_standardization_by_hand_uses_the_training_mean_and_std_and_leaves_constant_columns_alone():
