@@ -149,6 +149,8 @@ def test_setup_cfg_lists_the_scope(tmp_path):
     for path in scope.modules + scope.tests:
         assert f"\n    {path}\n" in text
     assert "\n    -p\n    no:cacheprovider\n" in text
+    # what the tests read besides the code and themselves, the Makefile included (test_compare_recipes)
+    assert "\nalso_copy=\n    configs\n    tools\n    results\n    pytest.ini\n    Makefile\nprocess_isolation" in text
     # a session stopped after (t + 10) * 15 s, not mutmut's (t + 1) * 15 (TIMEOUT_CONSTANT_S)
     assert text.endswith("\nprocess_isolation=forkserver\ntimeout_constant=10\n")
 
@@ -228,6 +230,9 @@ def test_a_module_copied_unmutated_by_a_narrowed_run_is_made_again(tmp_path, cap
     scope = mutation.Scope(("phrasedet/plain.py", "phrasedet/mutated.py", "phrasedet/absent.py"), ("tests/test_m.py",))
     mutation.prepare_workdir("s", scope, str(tmp_path), fresh=False)
     assert sorted(p.name for p in mutants.iterdir()) == ["mutated.py", "plain.py.meta"]  # its results stay
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_symlink()) == sorted(
+        ["phrasedet", "tests", "configs", "tools", "results", "pytest.ini", "Makefile"])
+    assert os.path.samefile(tmp_path / "s" / "Makefile", os.path.join(mutation.ROOT, "Makefile"))
     assert "s: made again, mutated: phrasedet/plain.py (an earlier --modules run" in capsys.readouterr().out
     assert mutation.drop_unmutated_copies(str(tmp_path / "s"), scope.modules) == []
 

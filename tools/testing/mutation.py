@@ -315,6 +315,12 @@ def format_scores(rows, target):
 
 # ---------------------------------------------------------------- running mutmut
 
+#: What a scope's folder holds beside ``phrasedet`` and ``tests`` (links), and what mutmut copies
+#: into its ``mutants/`` folder, where the tests run: results/, the records some tests read; the
+#: Makefile, which test_compare_recipes reads (``make -n demo``).
+COPIED = ("configs", "tools", "results", "pytest.ini", "Makefile")
+
+
 def write_setup_cfg(scope, workdir):
     """mutmut's configuration for one scope (mutmut reads ./setup.cfg)."""
     def block(values):
@@ -328,7 +334,7 @@ def write_setup_cfg(scope, workdir):
             f"pytest_add_cli_args_test_selection={block(scope.tests)}\n"
             f"pytest_add_cli_args={block(['-p', 'no:cacheprovider', '-x', '-q', *deselect])}\n"
             f"do_not_mutate_patterns={block(DO_NOT_MUTATE)}\n"
-            "also_copy=\n    configs/\n    tools/\n    results/\n    pytest.ini\n"
+            f"also_copy={block(COPIED)}\n"
             "process_isolation=forkserver\n"
             f"timeout_constant={TIMEOUT_CONSTANT_S}\n")
     with open(os.path.join(workdir, "setup.cfg"), "w") as f:
@@ -340,7 +346,7 @@ def prepare_workdir(name, scope, root, fresh):
     if fresh and os.path.isdir(workdir):
         shutil.rmtree(workdir)
     os.makedirs(workdir, exist_ok=True)
-    for entry in ("phrasedet", "tests", "configs", "tools", "results", "pytest.ini"):  # results/: the records some tests read
+    for entry in ("phrasedet", "tests", *COPIED):
         link = os.path.join(workdir, entry)
         if not os.path.lexists(link):
             os.symlink(os.path.join(ROOT, entry), link)
