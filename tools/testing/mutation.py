@@ -139,9 +139,11 @@ SCOPES = {
                   "test_the_measure_agrees_with_an_independent_count_on_the_default_dataset",)),
     "verdicts": Scope(
         ("phrasedet/engine/staged/init_comparison.py",
-         *_files("phrasedet/engine/comparison", ["claims.py", "retrieval_claims.py", "pointing_claims.py"])),
+         *_files("phrasedet/engine/comparison", ["claims.py", "retrieval_claims.py", "pointing_claims.py",
+                                                 "phrase_detection_claims.py"])),
         ("tests/test_init_comparison.py", "tests/test_retrieval_claims.py", "tests/test_pointing_claims.py",
-         "tests/test_boundaries_claims.py", "tests/test_boundaries_init_comparison.py")),
+         "tests/test_phrase_detection_claims.py", "tests/test_boundaries_claims.py",
+         "tests/test_boundaries_init_comparison.py")),
     # issue 44: the instrument that judges every claim (the built-in world, selection and curves, the
     # comparison protocol, the probes and the filter's selectivity figure)
     "instrument_data": Scope(
