@@ -98,6 +98,23 @@ def test_a_claim_with_a_run_still_gaining_is_undecided_and_the_others_are_not():
     assert verdicts[reference + "hard negatives beat the sum over negatives on retrieval"]["holds"] is None
 
 
+def test_a_still_gaining_run_of_the_first_model_of_a_claim_makes_it_undecided_too():
+    """A run of DSVE-loc still gaining: the centre claim and both comparisons it leads are
+    UNDECIDED, naming it; a still-gaining reference run does the same to its own two claims only."""
+    runs = {**RUNS, "dsve_loc_warmup_plateau": RUNS["dsve_loc"]}
+    verdicts = {v["claim"]: v for v in claim_verdicts(runs, {"dsve_loc": ["seed 1"], "dsve_loc_warmup_plateau": ["seed 0"]})}
+    for claim in ("004: DSVE-loc beats the centre baseline on the pointing game",
+                  "004: WELDON pooling beats average pooling on the pointing game",
+                  "004: WELDON pooling beats average pooling on retrieval",
+                  "004: hard negatives beat the sum over negatives on retrieval"):
+        assert verdicts[claim]["holds"] is None
+        assert "; still gaining when the budget ended: dsve_loc seed 1) here" in verdicts[claim]["text"]
+    reference = "reference, 004 with a warm-up until the sum has left its plateau: "
+    for claim in ("DSVE-loc beats the centre baseline", "hard negatives beat the sum over negatives on retrieval"):
+        assert verdicts[reference + claim]["holds"] is None
+        assert "; still gaining when the budget ended: dsve_loc_warmup_plateau seed 0) here" in verdicts[reference + claim]["text"]
+
+
 @pytest.mark.parametrize("models, claims", [
     ({"dsve_loc_gap", "dsve_loc_sum"}, []),   # no DSVE-loc: nothing to compare
     ({"dsve_loc", "dsve_loc_gap"}, ["DSVE-loc beats the centre baseline on the pointing game",
