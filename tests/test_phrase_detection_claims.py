@@ -3,7 +3,7 @@ and tables from hand-made runs whose differences are known."""
 import pytest
 
 from phrasedet.engine.comparison.claims import negligible
-from phrasedet.engine.comparison.phrase_detection_claims import (NEGLIGIBLE, claim_verdicts, format_table,
+from phrasedet.engine.comparison.phrase_detection_claims import (NEGLIGIBLE, claim_verdicts, format_claims, format_table,
                                                                  format_under_oracle, per_seed)
 
 
@@ -89,3 +89,67 @@ def test_under_the_presence_oracle_each_claim_s_difference_is_split_in_two():
     assert by["Deep CCA stays below linear CCA"].endswith("+0.0 from the detections of absent phrases")
     assert len(lines) == len(claim_verdicts(RUNS))
     assert format_under_oracle(claim_verdicts(RUNS), []) == ""  # no oracle metrics: nothing to split
+
+
+# Every model of the comparison, two seeds, differences chosen to read by hand: each claim's per-seed,
+# per-bucket and mean differences are in its line below.
+ALL = {"cite_cca": [_m(9.0, 12.0, 15.0)] * 2, "cite": [_m(6.0, 9.0, 12.0)] * 2,                  # +3 everywhere
+       "embedding_net_cca": [_m(8.0, 10.0, 12.0)] * 2, "embedding_net": [_m(5.0, 7.0, 9.0)] * 2,  # +3 everywhere
+       "cca": [_m(10.0, 12.0, 14.0)],                             # cite_cca - cca: -1, 0, +1, overall 0
+       "deep_cca": [_m(9.0, 11.0, 13.0), _m(11.0, 13.0, 15.0)],   # cca - deep_cca: +1 then -1 in each
+       "qa_rcnn_staged": [_m(3.0, 4.0, 8.0)] * 2, "qa_rcnn_npa": [_m(3.0, 4.0, 9.5)] * 2,   # common +1.5: +0.5
+       "cite_cca_ppa": [_m(10.0, 13.0, 16.0)] * 2,                # +1 everywhere
+       "cite_cca_filtered": [_m(9.0, 12.0, 12.0)] * 2}            # common -3: -1
+
+ALL_LINES = [
+    "003: CCA initialization beats random initialization, CITE: HOLDS here: mean +3.0 mAP, 2/2 seeds (+3.0, +3.0); per "
+    "bucket: zero-shot +3.00, few-shot +3.00, common +3.00; paper +6.7 (12.7 vs 6.0; zero-shot +5.0, few-shot +6.8, common +8.3).",
+    "003: CCA initialization beats random initialization, Embedding Network: HOLDS here: mean +3.0 mAP, 2/2 seeds (+3.0, "
+    "+3.0); per bucket: zero-shot +3.00, few-shot +3.00, common +3.00; paper +6.9 (12.3 vs 5.4).",
+    "003: CITE with CCA initialization beats the frozen CCA: DOES NOT HOLD here: mean +0.0 mAP, 0/2 seeds (+0.0, +0.0); per "
+    "bucket: zero-shot -1.00, few-shot +0.00, common +1.00; paper +0.5 (12.7 vs 12.2).",
+    "003: Deep CCA stays below linear CCA: DOES NOT HOLD here: mean +0.0 mAP, 1/2 seeds (+1.0, -1.0); per bucket: zero-shot "
+    "+0.00, few-shot +0.00, common +0.00; paper +2.6 (12.2 vs 9.6).",
+    "003: NPA barely changes QA R-CNN: HOLDS here: mean +0.5 mAP (within +/-1), seeds +0.5, +0.5; per bucket: zero-shot "
+    "+0.00, few-shot +0.00, common +1.50; paper +0.2 (5.9 vs 5.7).",
+    "003: PPA-augmented positives raise CITE's mAP: HOLDS here: mean +1.0 mAP, 2/2 seeds (+1.0, +1.0); per bucket: "
+    "zero-shot +1.00, few-shot +1.00, common +1.00; paper +1.0 (Table V(a) 13.7 vs Table IV 12.7).",
+    "003: phrase filtering raises CITE's mAP: DOES NOT HOLD here: mean -1.0 mAP, 0/2 seeds (-1.0, -1.0); per bucket: "
+    "zero-shot +0.00, few-shot +0.00, common -3.00; paper +1.3 (Table VI: 13.7 -> 15.0).",
+]
+
+
+def test_every_claim_line_word_for_word_with_every_model_present():
+    verdicts = claim_verdicts(ALL)
+    assert [v["text"] for v in verdicts] == ALL_LINES
+    assert format_claims(verdicts) == "\n".join(ALL_LINES)
+    assert claim_verdicts({}) == [] and format_claims([]) == ""
+
+
+@pytest.mark.parametrize("line", range(len(ALL_LINES)))
+def test_each_claim_needs_only_its_own_two_models(line):
+    """Each claim from exactly the two models it compares (no other), and from neither alone."""
+    pairs = [("cite_cca", "cite"), ("embedding_net_cca", "embedding_net"), ("cite_cca", "cca"), ("cca", "deep_cca"),
+             ("qa_rcnn_npa", "qa_rcnn_staged"), ("cite_cca_ppa", "cite_cca"), ("cite_cca_filtered", "cite_cca")]
+    a, b = pairs[line]
+    assert [v["text"] for v in claim_verdicts({a: ALL[a], b: ALL[b]})] == [ALL_LINES[line]]
+    assert claim_verdicts({a: ALL[a]}) == [] and claim_verdicts({b: ALL[b]}) == []
+
+
+def test_a_still_gaining_run_of_either_model_of_a_claim_makes_it_undecided():
+    """The first model of "A beats B" (the Embedding Network's CCA-initialized one) and the second of
+    "NPA barely changes QA R-CNN" (the staged QA R-CNN) still gaining: both claims UNDECIDED, naming them."""
+    v = _by_claim(claim_verdicts(ALL, {"embedding_net_cca": ["seed 0"], "qa_rcnn_staged": ["seed 1"]}))
+    embedding = v["CCA initialization beats random initialization, Embedding Network"]
+    assert embedding["holds"] is None and embedding["text"].startswith(
+        "003: CCA initialization beats random initialization, Embedding Network: UNDECIDED (the rule alone: holds; still "
+        "gaining when the budget ended: embedding_net_cca seed 0) here: mean +3.0 mAP")
+    npa = v["NPA barely changes QA R-CNN"]
+    assert npa["holds"] is None and "(the rule alone: holds; still gaining when the budget ended: qa_rcnn_staged seed 1)" \
+        in npa["text"]
+    assert sum(x["holds"] is None for x in v.values()) == 2  # no other claim compares them
+
+
+def test_the_table_s_second_line_is_its_separator():
+    lines = format_table({"cite": ALL["cite"]}).splitlines()
+    assert lines[1] == "|---|---|---|---|---|---|---|---|---|" and len(lines) == 3
