@@ -90,13 +90,18 @@ def test_budget_selection_and_the_selected_weights(tmp_path):
     assert budget_opts(3000) == ["SOLVER.MAX_ITER", 3000, "SOLVER.STEPS", "(1500,)", "SOLVER.CHECKPOINT_PERIOD", 3000]
     assert selection_opts("v", 100) == ["PHRASEDET.SELECTION.DATASET", "v", "PHRASEDET.SELECTION.PERIOD", 100,
                                         "PHRASEDET.SELECTION.METRIC", "retrieval/rsum"]
-    with pytest.raises(FileNotFoundError, match="has no selection.json and no model_final.pth: train that run first"):
+    with pytest.raises(FileNotFoundError) as error:
         selected_weights(str(tmp_path))
+    assert str(error.value) == f"{tmp_path} has no selection.json and no model_final.pth: train that run first (list its model in --models)"
     (tmp_path / "model_final.pth").write_bytes(b"")
     assert selected_weights(str(tmp_path)) == str(tmp_path / "model_final.pth")
     (tmp_path / "selection.json").write_text(json.dumps({"metric": "retrieval/rsum", "mode": "max", "value": 1.0, "iteration": 9,
                                                          "stage": "train", "weights": "./out/run/model_best.pth"}))
     assert selected_weights(str(tmp_path)) == str(tmp_path / "model_best.pth")  # a relative record: in the run's folder
+    elsewhere = tmp_path / "kept" / "model_0000999.pth"  # an absolute record: where it says
+    (tmp_path / "selection.json").write_text(json.dumps({"metric": "retrieval/rsum", "mode": "max", "value": 1.0, "iteration": 9,
+                                                         "stage": "train", "weights": str(elsewhere)}))
+    assert selected_weights(str(tmp_path)) == str(elsewhere)
 
 
 def test_phases_join_end_to_end_and_draw_curves_reads_each_run_s_phases(tmp_path):

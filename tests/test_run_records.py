@@ -3,6 +3,7 @@ curve and drops its weights and training-loss lines; --resume restores it only o
 representation; a run whose weights a later run needs is trained again."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -133,6 +134,11 @@ def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):
     changed = {**backbone, "backbone.res2.norm.running_mean": torch.tensor([1.0, 1.0, 1.0 + 2 ** -20])}
     torch.save({"model": changed}, tmp_path / "other.pth")
     assert backbone_digest(str(tmp_path / "other.pth")) != digest  # one value in its last bits
+    assert save_backbone(str(whole), str(tmp_path / "cnn" / "backbone.pth")) == digest  # into a folder that exists
+    torch.save({"model": {"head.weight": torch.zeros(4)}}, tmp_path / "headless.pth")
+    for read in (backbone_digest, lambda path: save_backbone(path, str(tmp_path / "x.pth"))):
+        with pytest.raises(BadFileError, match=f"^{re.escape(str(tmp_path / 'headless.pth'))}: no tensor under "):
+            read(str(tmp_path / "headless.pth"))
 
 
 def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys):
