@@ -167,6 +167,7 @@ def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys
     commit = json.loads((results / "seed0" / "vsepp" / "record.json").read_text())
     tail = commit["commit"][:7] + (" (modified)" if commit["dirty"] else "") + " | " + commit["machine"] + " |"
     assert lines[2] == "| run | rsum | pointing | best validation | minutes | commit | machine |"
+    assert lines[3] == "|---|---|---|---|---|---|---|"
     assert lines[4:7] == ["| seed0/instance_loss | 7.0 | 38.7 | stage2 599 | 12.5 | " + tail,
                           "| seed0/vsepp | 412.5 | - | 2499 | 12.5 | " + tail,
                           "| seed1/vsepp | 398.2 | - | 2499 | - | " + tail]
