@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-from phrasedet.engine.comparison.protocol import budget_opts, draw_curves, gaining_runs, selected_weights, selection_opts
+from phrasedet.engine import pretrained_cnn as pretrained_cnn_module
+from phrasedet.engine.comparison.protocol import (budget_opts, dataset_flags, draw_curves, gaining_runs, pretrained_cnn, selected_weights,
+                                                   selection_opts)
 from phrasedet.utils.learning_curves import (format_plateaus, half_gain, half_gain_iteration, join_phases, plateau_iteration, plot_curves, read_curve,
                                              still_gaining)
 
@@ -84,6 +86,14 @@ def test_draw_curves_reads_the_runs_that_exist(tmp_path):
     text = draw_curves({"m": [a, str(tmp_path / "missing.json")]}, str(tmp_path / "p.png"), "t")
     assert text.startswith(f"Validation curves drawn in {tmp_path / 'p.png'}") and "| m | 2.0 (19) | 9 |" in text
     assert draw_curves({"m": [str(tmp_path / "x.json")]}, str(tmp_path / "q.png"), "t").startswith("(no validation curves")
+
+
+def test_the_cnn_argument_and_the_dataset_flags(monkeypatch):
+    calls = []
+    monkeypatch.setattr(pretrained_cnn_module, "ensure_builtin_cnn", lambda: calls.append(1) or "cache/builtin_cnn/model_final.pth")
+    assert pretrained_cnn("none") == "" and pretrained_cnn("my/cnn.pth") == "my/cnn.pth" and calls == []
+    assert pretrained_cnn("") == "cache/builtin_cnn/model_final.pth" and calls == [1]  # no argument: the built-in CNN, trained once
+    assert dataset_flags(["a", "b"]) == ["--dataset", "a", "--dataset", "b"] and dataset_flags([]) == []
 
 
 def test_budget_selection_and_the_selected_weights(tmp_path):
