@@ -58,7 +58,9 @@ def test_the_format_says_which_runs_left_the_plateau_by_their_validation_not_the
            "t2i_R@1": 32.4, "pointing": 54.8, "ratio": 1.02}
     table = cold_start.format_study({"batch160": [row], "dsve_loc": [{**row, "best": 143.0, "change": "none"}],
                                      "edge": [{**row, "best": 302.1}]}, 302.1)
-    assert table.splitlines()[0].endswith("| left the plateau (best val. rsum >= 302.1) |")
+    assert table.splitlines()[:2] == [
+        "| model | seed | change | best val. rsum (iteration) | i2t R@1 | t2i R@1 | R@1 summed | pointing, strict "
+        "| loss / all-equal, last tenth | left the plateau (best val. rsum >= 302.1) |", "|---|" + "---|" * 9]
     assert table.splitlines()[2] == ("| batch160 | 0 | SOLVER.IMS_PER_BATCH 160 | 472.0 (2599) | 44.7 | 32.4 | 77.1 | 54.8 | "
                                      "1.020 | yes |")
     assert table.splitlines()[3].endswith("| 1.020 | no |") and table.splitlines()[4].endswith("| yes |")

@@ -141,6 +141,24 @@ def test_the_cnn_is_keyed_by_its_backbone_whatever_file_holds_it(tmp_path):
             read(str(tmp_path / "headless.pth"))
 
 
+def test_a_representations_records_are_keyed_by_the_cnns_backbone_or_else_the_features_file(tmp_path):
+    import torch
+
+    from phrasedet.engine.comparison.protocol import representation_records
+    from phrasedet.engine.comparison.run_records import backbone_digest
+
+    torch.save({"model": {"backbone.stem.conv1.weight": torch.ones(2)}}, tmp_path / "cnn.pth")
+    (tmp_path / "train.npy").write_bytes(b"abc")
+    assert representation_records(str(tmp_path / "out"), "", "cnn", str(tmp_path / "cnn.pth"), str(tmp_path / "train.npy")) is None
+    cnn = representation_records(str(tmp_path / "out"), str(tmp_path / "rec"), "cnn", str(tmp_path / "cnn.pth"),
+                                 str(tmp_path / "train.npy"), word_vectors="w2v")
+    assert (cnn.output_root, cnn.record_root, cnn.code_root) == (str(tmp_path / "out"), str(tmp_path / "rec" / "cnn"), ROOT)
+    assert (cnn.representation, cnn.word_vectors) == (backbone_digest(str(tmp_path / "cnn.pth")), "w2v")
+    oracle = representation_records(str(tmp_path / "out"), str(tmp_path / "rec"), "oracle", "", str(tmp_path / "train.npy"))
+    assert (oracle.record_root, oracle.word_vectors) == (str(tmp_path / "rec" / "oracle"), "")
+    assert oracle.representation == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc")
+
+
 def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys):
     import sys
 
@@ -179,6 +197,19 @@ def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys
         show_records.main([str(results)])
     with pytest.raises(SystemExit, match="no such folder of records"):
         show_records.main([str(tmp_path / "none")])
+
+
+def test_the_records_table_names_a_modified_commit_and_marks_what_a_record_lacks():
+    from phrasedet.engine.comparison.run_records import format_records
+
+    runs = [{"run": "seed0/vsepp", "results": {"retrieval": {"rsum": 412.5}}, "selection": None, "minutes": None,
+             "record": {"commit": "0123456789abcdef", "dirty": True, "machine": "Intel Xeon"}},
+            {"run": "seed1/vsepp", "results": {"retrieval": {"rsum": 398.25}}, "selection": {"iteration": 99}, "minutes": 3.04,
+             "record": {"commit": "fedcba9876543210", "dirty": False}},
+            {"run": "seed2/vsepp", "results": {"retrieval": {"rsum": 1.0}}, "selection": None, "minutes": None, "record": {}}]
+    assert format_records(runs).splitlines()[2:] == ["| seed0/vsepp | 412.5 | - | - | 0123456 (modified) | Intel Xeon |",
+                                                     "| seed1/vsepp | 398.2 | 99 | 3.0 | fedcba9 | - |",
+                                                     "| seed2/vsepp | 1.0 | - | - | - | - |"]
 
 
 def test_a_record_is_dirty_when_the_code_differs_from_its_commit_not_the_docs(tmp_path):
