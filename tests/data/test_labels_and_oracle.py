@@ -41,6 +41,11 @@ def test_labels_of_a_hand_scene():
                   "2+ circle", "2+ red circle", "red at left", "red at right", "blue at center", "circle at left",
                   "circle at right", "star at center"}
     assert (label_matrix([SCENE, SCENE]) == scene_labels(SCENE)).all()
+    assert scene_labels(SCENE).dtype == label_matrix([SCENE]).dtype == np.uint8  # as documented: [L] and [N, L] uint8
+    two, four = {**SCENE, "objects": SCENE["objects"][:2]}, {**SCENE, "objects": SCENE["objects"] + [obj("blue", "star")]}
+    counts = [[n for n, v in zip(label_names(["count"]), scene_labels(s, ["count"])) if v.item() and "objects" in n]
+              for s in (two, SCENE, four)]
+    assert counts == [["2 objects"], ["3 objects"], ["4 objects"]]
 
 
 def test_object_labels_of_a_hand_scene():
@@ -125,9 +130,29 @@ def oracle_dir(builtin_root, tmp_path_factory):
     import phrasedet  # noqa: F401  (registers the datasets)
 
     out = str(tmp_path_factory.mktemp("oracle"))
-    write_oracle_features(out, ["builtin_flickr30k_captions_test", "builtin_flickr30k_pointing_test"], 8,
-                          load_ground_truth(builtin_root))
+    dirs = write_oracle_features(out, ["builtin_flickr30k_captions_test", "builtin_flickr30k_pointing_test"], 8,
+                                 load_ground_truth(builtin_root))
+    # checked here, not in one test: mutation testing credits a module fixture to the first test that uses it
+    assert dirs == {"global": os.path.join(out, "global"), "maps": os.path.join(out, "maps")}
+    assert sorted(os.listdir(dirs["maps"])) == sorted(os.listdir(dirs["global"])) == [
+        f"builtin_flickr30k_{s}_test.{e}" for s in ("captions", "pointing") for e in ("npy", "txt")]
     return out
+
+
+def test_an_image_missing_from_the_ground_truth_is_named(builtin_root, tmp_path):
+    from detectron2.data import DatasetCatalog
+
+    import phrasedet  # noqa: F401  (registers the datasets)
+
+    images = load_ground_truth(builtin_root)
+    ids = [r["image_id"] for r in DatasetCatalog.get("builtin_flickr30k_pointing_test")]
+    gone = {str(ids[0]), str(ids[-1])}
+    with pytest.raises(KeyError) as error:
+        write_oracle_features(str(tmp_path), ["builtin_flickr30k_pointing_test"], 4,
+                              {k: v for k, v in images.items() if k not in gone})
+    n = sum(str(i) in gone for i in ids)
+    assert error.value.args[0] == (f"builtin_flickr30k_pointing_test: image {ids[0]!r} is not in the built-in ground truth "
+                                   f"({n} missing)")
 
 
 def test_the_global_oracle_states_exactly_the_object_facts_that_hold(builtin_root, oracle_dir):

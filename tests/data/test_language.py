@@ -115,6 +115,23 @@ def test_phrase_design_reads_the_language():
     assert phrase_design("crimson trigon") == "generic"                # version 3 knows neither word
 
 
+def test_the_tables_are_built_from_their_words_held_out_names_last():
+    """The builders the two languages' tables are written with (run when the module is imported)."""
+    from phrasedet.data.synthetic.language import _names, _one
+
+    assert _names("red", "crimson", "*vermilion") == Names(("red", "crimson", "vermilion"), 1)
+    assert _names("red", "crimson").allowed("train") == ("red", "crimson") and _names("red").held_out == 0
+    assert _names("a", "*b", "*c").unseen == ("b", "c") and _names("a", "*b", "*c").allowed("train") == ("a",)
+    with pytest.raises(ValueError) as error:
+        _names("a", "*b", "c")
+    assert str(error.value) == "held-out names must come last: ('a', '*b', 'c')"
+    assert _one({"left": "on the left", "top": "at the top"}) == {"left": Names(("on the left",)), "top": Names(("at the top",))}
+    assert LONG_TAIL.unseen_names() == sorted({n for t in (LONG_TAIL.colours, LONG_TAIL.backgrounds, LONG_TAIL.shapes,
+                                                           LONG_TAIL.sizes) for ns in t.values() for n in ns.unseen}
+                                              | set(LONG_TAIL.generic.unseen))
+    assert "thing" in LONG_TAIL.unseen_names() and V3.unseen_names() == []
+
+
 def test_unknown_language_is_named(tmp_path):
     with pytest.raises(KeyError, match="unknown built-in language 'klingon': expected one of"):
         get_language("klingon")

@@ -1,13 +1,18 @@
 """The built-in pretraining split (the stand-in for ImageNet) and its mapper
 (phrasedet/data/synthetic/pretraining.py, phrasedet/data/label_mapper.py)."""
+import io
+from collections import Counter
+
 import numpy as np
 import pytest
 import torch
 from detectron2.data import DatasetCatalog, MetadataCatalog
+from PIL import Image
 
 from phrasedet.data import ImageLabelsMapper
 from phrasedet.data.synthetic.labels import PRETRAINING_GROUPS, label_names, scene_labels
-from phrasedet.data.synthetic.pretraining import STREAM, pretraining_records, render_pretraining_image
+from phrasedet.data.synthetic.pretraining import STREAM, _planned_scene, pretraining_records, pretraining_truth, render_pretraining_image
+from phrasedet.data.synthetic.scene import JPEG_QUALITY, render_scene
 
 
 def test_records_are_keyed_apart_from_the_benchmark_generators():
@@ -26,6 +31,11 @@ def test_an_image_is_the_same_at_every_read_and_its_labels_are_its_scenes():
     assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(labels, again)
     assert 2 <= len(scene["objects"]) <= 4 and a.size in ((128, 96), (96, 128), (128, 128))
     assert np.array_equal(labels, scene_labels(scene, PRETRAINING_GROUPS)) and labels.shape == (131,)
+    planned, rng = _planned_scene(record)  # the rendered scene as a JPEG of the benchmark's quality, read back
+    encoded = io.BytesIO()
+    render_scene(planned, rng).save(encoded, "JPEG", quality=JPEG_QUALITY)
+    assert np.array_equal(np.asarray(a), np.asarray(Image.open(encoded).convert("RGB")))
+    assert pretraining_truth(record) == {"width": a.size[0], "height": a.size[1], **scene}  # the same scene, undrawn
     other, _, _ = render_pretraining_image(pretraining_records("val", 2)[1])
     assert not np.array_equal(np.asarray(a), np.asarray(other)) or a.size != other.size
 
@@ -70,13 +80,15 @@ def test_a_record_without_its_key_is_named():
 
 
 def test_the_pretraining_split_draws_every_combination_the_benchmark_holds_out_of_training():
-    from phrasedet.data.synthetic.pretraining import pretraining_truth
     from phrasedet.data.synthetic.scene import COLOURS, HELD_OUT_COMBOS, SHAPES
 
-    drawn = {}
+    drawn, sizes = {}, Counter()
     for record in pretraining_records("train", 400):
-        for o in pretraining_truth(record)["objects"]:
+        objects = pretraining_truth(record)["objects"]
+        sizes[len(objects)] += 1
+        for o in objects:
             drawn[(o["colour"], o["shape"])] = drawn.get((o["colour"], o["shape"]), 0) + 1
+    assert sorted(sizes) == [2, 3, 4]  # 2 to 4 objects, as the module says: a scene planned with fewer is planned again
     assert set(drawn) == {(c, s) for c in COLOURS for s in SHAPES}  # all 48, as ImageNet holds every object
     # the held-out ones as often as the rest: at least half the mean count (the benchmark's training split: never)
     mean = sum(drawn.values()) / len(drawn)

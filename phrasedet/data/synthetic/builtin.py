@@ -22,7 +22,7 @@ from phrasedet.text.vocab import bucket_of_count
 from .captions import CaptionWriter, ChainBook, referring_expressions, render_caption
 from .facts import FactIndex
 from .language import V3, Language, get_language
-from .scene import (COLOURS, FREQUENT_COMBOS, HELD_OUT_COMBOS, IMAGE_SIZES, RARE_COMBOS, SHAPES,
+from .scene import (COLOURS, FREQUENT_COMBOS, HELD_OUT_COMBOS, IMAGE_SIZES, JPEG_QUALITY, RARE_COMBOS, SHAPES,
                     combo_design, plan_scene, render_scene)
 from .writers import (annotation_xml, link_or_copy, refclef_image_path, write_flickr_split_files,
                       write_refclef, write_text, write_unrelated)
@@ -227,7 +227,7 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
             scene = _plan(rng, split, cs)
             jpg = os.path.join(root, "flickr30k-images", f"{image_id}.jpg")
             os.makedirs(os.path.dirname(jpg), exist_ok=True)
-            render_scene(scene, rng).save(jpg, "JPEG", quality=95)
+            render_scene(scene, rng).save(jpg, "JPEG", quality=JPEG_QUALITY)
             link_or_copy(jpg, refclef_image_path(root, image_id))
             scenes.append(scene)
         index = FactIndex([scene.record() for scene in scenes])
@@ -269,7 +269,7 @@ def generate_builtin_dataset(root: str, seed: int = 0, num_train: int = DEFAULT_
             "shapes": list(SHAPES), "held_out_combos": [list(c) for c in HELD_OUT_COMBOS],
             "rare_combos": [list(c) for c in RARE_COMBOS],
             "frequent_combos": [list(c) for c in FREQUENT_COMBOS], "rare_train_quota": quota,
-            "few_shot_max": FEW_SHOT_MAX, "jpeg_quality": 95, **parameters_language,
+            "few_shot_max": FEW_SHOT_MAX, "jpeg_quality": JPEG_QUALITY, **parameters_language,
         },
         "summary": summary,
         "buckets": _flickr_buckets(images, lang),

@@ -27,7 +27,7 @@ import numpy as np
 from PIL import Image
 
 from .labels import PRETRAINING_GROUPS, scene_labels
-from .scene import ALL_COMBOS, place_shapes, plan_scene, render_scene
+from .scene import ALL_COMBOS, JPEG_QUALITY, place_shapes, plan_scene, render_scene
 
 __all__ = ["STREAM", "PRETRAINING_SPLITS", "DETECTION_CLASSES", "pretraining_records", "render_pretraining_image",
            "draw_pretraining_image", "pretraining_truth"]
@@ -35,7 +35,6 @@ __all__ = ["STREAM", "PRETRAINING_SPLITS", "DETECTION_CLASSES", "pretraining_rec
 #: First key of every pretraining image's generator, after the seed: apart from the benchmark's splits.
 STREAM = 31
 PRETRAINING_SPLITS = ("train", "val")
-JPEG_QUALITY = 95  # the benchmark's images' quality
 #: The detection classes: "red circle", ..., one per (colour, shape) of ALL_COMBOS, in its order.
 DETECTION_CLASSES = tuple(f"{colour} {shape}" for colour, shape in ALL_COMBOS)
 

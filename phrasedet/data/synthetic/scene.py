@@ -68,6 +68,8 @@ LARGE_SIDES = (28, 40)
 SMALL_MAX_SIDE = 24
 #: Minimum gap in pixels between the squares the shapes are drawn in (so boxes never overlap).
 GAP = 3
+#: The JPEG quality every built-in image is saved at (the benchmark's and the pretraining split's).
+JPEG_QUALITY = 95
 
 ALL_COMBOS = tuple((c, s) for c in COLOURS for s in SHAPES)
 COMMON_COMBOS = tuple(c for c in ALL_COMBOS if c not in HELD_OUT_COMBOS and c not in RARE_COMBOS)
