@@ -48,6 +48,8 @@ def test_the_all_equal_share_of_the_last_tenth_by_hand(tmp_path):
     path.write_text("".join(json.dumps({"iteration": i, "total_loss": v}) + "\n" for i, v in losses.items()))
     assert cold_start.all_equal_ratio(str(path), 0.2, 64) == pytest.approx(12.8 / 25.6)
     assert cold_start.all_equal_ratio(str(path), 0.2, 64, last_share=0.2) == pytest.approx((25.6 + 12.8) / 2 / 25.6)
+    path.write_text("".join(json.dumps({"iteration": i, "total_loss": v}) + "\n" for i, v in ((49, 99.0), (50, 20.0), (100, 0.0))))
+    assert cold_start.all_equal_ratio(str(path), 0.2, 64, last_share=0.5) == pytest.approx(10.0 / 25.6)  # 50 is in the half
     path.write_text(json.dumps({"iteration": 1, "retrieval/rsum": 3.0}) + "\n")
     with pytest.raises(ValueError, match="metrics.json: no total_loss logged"):
         cold_start.all_equal_ratio(str(path), 0.2, 64)

@@ -55,6 +55,21 @@ def test_a_new_run_folder_is_made_and_nothing_is_reported_removed(tmp_path, monk
     runs.train_run("vsepp", "c.yaml", str(out), True, [])
     assert calls == ["train_net.py"] and (out / "metrics.json").read_text() == NEW
     assert "removed" not in capsys.readouterr().out
+    empty = tmp_path / "seed1" / "vsepp"  # a folder made, nothing in it yet: nothing to report either
+    empty.mkdir(parents=True)
+    monkeypatch.setattr(runs, "run_tool", _fake_train_net(empty, calls))
+    runs.train_run("vsepp", "c.yaml", str(empty), True, [])
+    assert "removed" not in capsys.readouterr().out
+
+
+def test_an_interrupted_runs_minutes_run_to_its_newest_file_and_never_back(tmp_path):
+    (tmp_path / runs.STARTED).write_text(json.dumps({"command": ["c.yaml"], "time": 1000.0, "minutes_before": 2.0}))
+    (tmp_path / "metrics.json").write_text(NEW)
+    for newest, minutes in ((1090.0, 3.5), (1000.0, 2.0), (970.0, 2.0)):  # 90 s in; at its start; a file older than it
+        for name in os.listdir(tmp_path):
+            os.utime(tmp_path / name, (newest, newest))
+        assert runs._interrupted_minutes(str(tmp_path), ["c.yaml"]) == minutes
+    assert runs._interrupted_minutes(str(tmp_path), ["other.yaml"]) is None
 
 
 def test_an_interrupted_run_of_the_same_command_continues_from_its_checkpoint(tmp_path, monkeypatch, capsys):
