@@ -67,7 +67,7 @@ def test_the_oracle_codes_every_desc_once():
     codes = object_codes(SCENE["objects"][0])
     assert len(set(codes)) == 16 and [CODES[c] for c in codes] == object_descs(SCENE["objects"][0])
     v = oracle_vector(SCENE)
-    assert v.sum() == 3 * 16 + 1 and v[CODES.index(())] == 3
+    assert v.dtype == np.float32 and v.sum() == 3 * 16 + 1 and v[CODES.index(())] == 3
     assert v[CODES.index((("colour", "red"), ("shape", "circle")))] == 2
     assert v[CODES.index((("colour", "red"), ("position", "left"), ("shape", "circle"), ("size", "small")))] == 1
     assert v[len(CODES) + 2] == 1  # teal, the third background
@@ -80,6 +80,7 @@ def test_oracle_maps_give_each_cell_the_object_containing_its_centre():
     # the large circle [90, 126] x [60, 96] contains one centre, (112, 84): y = 60 is on its edge, not inside;
     # the star [50, 64] x [40, 54] contains none: it holds the cell of its own centre (57, 47)
     expected = {(0, 0): small, (1, 1): star, (3, 3): large}
+    assert maps.dtype == np.float32 and np.unique(maps).tolist() == [0.0, 1.0]
     for i in range(4):
         for j in range(4):
             assert sorted(np.flatnonzero(maps[:, i, j])) == expected.get((i, j), teal), (i, j)
@@ -92,6 +93,39 @@ def test_oracle_maps_give_each_cell_the_object_containing_its_centre():
     maps = oracle_maps(sliver, 64, 64, 2)  # centres (16, 16), (48, 16), (16, 48), (48, 48): the circle covers 48 % of a cell
     assert [sorted(np.flatnonzero(maps[:, i, j])) for i, j in ((0, 0), (1, 1))] == [sorted(object_codes(o)) for o in sliver["objects"]]
     assert [np.flatnonzero(maps[:, i, j]).tolist() for i, j in ((0, 1), (1, 0))] == [[len(CODES)]] * 2  # gray
+
+
+def test_a_centre_in_several_boxes_goes_to_the_most_overlapping_one_against_a_pixel_count():
+    """The generated scenes never overlap (their shapes keep a gap), so the rule's tie-break is
+    checked on random overlapping boxes against the obvious computation: each cell's pixels
+    counted in each box that contains its centre, the most (the first on a tie) owning it, -1
+    where none does; then each box left without a cell takes the cell of its own centre."""
+    from phrasedet.data.synthetic.oracle import _cell_owners
+
+    rng = np.random.default_rng(0)
+    width, height, grid, ties = 64, 48, 4, 0
+    cw, ch = width // grid, height // grid
+    for _ in range(300):
+        boxes = [(x0, y0, min(width, x0 + int(rng.integers(4, 40))), min(height, y0 + int(rng.integers(4, 30))))
+                 for x0, y0 in zip(rng.integers(0, 48, 4).tolist(), rng.integers(0, 36, 4).tolist())]
+        expected = np.full((grid, grid), -1)
+        for i in range(grid):
+            for j in range(grid):
+                cx, cy = (j + 0.5) * cw, (i + 0.5) * ch
+                inside = [k for k, (x0, y0, x1, y1) in enumerate(boxes) if x0 < cx < x1 and y0 < cy < y1]
+                cell = np.zeros((height, width), bool)
+                cell[i * ch:(i + 1) * ch, j * cw:(j + 1) * cw] = True
+                pixels = [int(cell[y0:y1, x0:x1].sum()) for x0, y0, x1, y1 in boxes]
+                if inside:
+                    expected[i, j] = min(k for k in inside if pixels[k] == max(pixels[k] for k in inside))
+                    ties += len(inside) > 1
+        for k, (x0, y0, x1, y1) in enumerate(boxes):
+            if k not in expected:
+                expected[int((y0 + y1) / 2 // ch), int((x0 + x1) / 2 // cw)] = k
+        assert _cell_owners([{"box": list(b)} for b in boxes], width, height, grid).tolist() == expected.tolist(), boxes
+    assert ties > 200  # the random boxes exercise the tie-break (253 times)
+    lone = _cell_owners([{"box": [0, 0, 10, 10]}], 64, 48, 2)  # the background is -1
+    assert lone.dtype == np.int64 and lone.tolist() == [[0, -1], [-1, -1]]
 
 
 def test_the_spatial_oracle_is_an_upper_bound_of_the_pointing_game(builtin_root):
