@@ -1,5 +1,6 @@
 """The built-in dataset's two languages (phrasedet/data/synthetic/language.py): version 3's words
 kept byte for byte, and the long-tailed language's names, held-out words, reading back and scenes."""
+import dataclasses
 import filecmp
 import hashlib
 import json
@@ -104,6 +105,10 @@ def test_name_probabilities_by_hand():
     assert p == pytest.approx(np.concatenate([[0.8], 0.2 * tail / tail.sum()]))
     assert names.allowed("train") == ("a", "b", "c") and names.unseen == ("d",)
     assert lang.name_probabilities(names, ("b", "c")) == pytest.approx([0.6, 0.4])  # no head among them
+    assert lang.name_probabilities(names, ("a",)).tolist() == [1.0]  # one option: all of it, head or not
+    assert lang.name_probabilities(names, ("a", "b")) == pytest.approx([0.8, 0.2])
+    square = dataclasses.replace(lang, head=None, exponent=2)  # an integer exponent: 1 / r ** 2 over integer ranks
+    assert square.name_probabilities(names, ("a", "b")) == pytest.approx([0.8, 0.2])
     assert V3.namer(None, "train").colour("red") == "red"
 
 
