@@ -168,3 +168,30 @@ def test_a_tool_writes_its_log_into_a_folder_made_for_it_and_a_failure_names_its
     failed = r"(?s)show_records.py --no-such-option failed \(exit status 2\):.*the following arguments are required: record_roots"
     with pytest.raises(RuntimeError, match=failed):
         runs.run_tool("show_records.py", "--no-such-option")
+
+
+def test_the_command_line_of_a_run_its_record_and_an_evaluation_never_continued(tmp_path, monkeypatch, capsys):
+    from phrasedet.engine.comparison.run_records import RunRecords
+
+    out, calls = tmp_path / "output" / "seed0" / "vsepp", []
+
+    def run_tool(tool, *args, log=None, append=False):
+        calls.append((tool, args, log, append))
+        (out / "results.json").write_text(json.dumps({"results": {"retrieval": {"rsum": 50.0}}}))
+        return 60.0
+    monkeypatch.setattr(runs, "run_tool", run_tool)
+    records = RunRecords(str(tmp_path / "output"), str(tmp_path / "records"), "d", runs.ROOT)
+    assert runs.train_run("vsepp", "c.yaml", str(out), True, ["SEED", 0], flags=("--eval-only",), records=records) == (
+        {"retrieval": {"rsum": 50.0}}, 1.0)
+    assert calls == [("train_net.py", ("--config-file", "c.yaml", "--eval-only", "OUTPUT_DIR", str(out), "SEED", 0),
+                      str(out / "train_net.log"), False)]
+    assert "  vsepp: 1.0 min\n" in capsys.readouterr().out
+    assert json.loads((tmp_path / "records" / "seed0" / "vsepp" / "record.json").read_text())["name"] == "vsepp"
+    shutil.rmtree(out)  # the output gone: --resume restores the run from its record, untrained
+    assert runs.train_run("vsepp", "c.yaml", str(out), True, ["SEED", 0], flags=("--eval-only",), records=records)[0] == {
+        "retrieval": {"rsum": 50.0}} and len(calls) == 1
+    # an evaluation interrupted is evaluated again from the start, never continued from a checkpoint
+    (out / "results.json").unlink()
+    (out / runs.STARTED).write_text(json.dumps({"command": ["c.yaml", "--eval-only", "SEED", "0"], "time": 0.0, "minutes_before": 0.0}))
+    runs.train_run("vsepp", "c.yaml", str(out), True, ["SEED", 0], flags=("--eval-only",))  # (no record to restore)
+    assert len(calls) == 2 and "--resume" not in calls[-1][1] and calls[-1][3] is False and "continued" not in capsys.readouterr().out
