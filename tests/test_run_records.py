@@ -67,6 +67,7 @@ def test_resume_restores_a_record_on_the_same_representation_only(tmp_path):
     os.rename(tmp_path / "output", elsewhere)
     other = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "another", ROOT)
     assert not finished(str(out), True, other) and not out.exists()  # recorded on another CNN's features: train again
+    assert not other.restore(str(out)) and not out.exists()
     same = RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "same", ROOT)
     assert not finished(str(out), False, same) and not out.exists()  # without --resume nothing is restored
     assert finished(str(out), True, same)
@@ -88,6 +89,11 @@ def test_resume_restores_a_record_made_with_the_same_word_vectors_only(tmp_path,
     assert "recorded with other word vectors (w2v-a, now w2v-b): trained again" in caplog.text
     assert RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "cnn", ROOT, word_vectors="w2v-a").restore(str(out))
     assert json.loads((out / "results.json").read_text()) == {"results": {"retrieval": {"rsum": 457.9}}}
+    # a record naming no word vectors (made before they were named) is one made with none named
+    shutil.rmtree(out)
+    path = tmp_path / "results" / "seed0" / "two_branch" / RECORD_FILE
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "word_vectors"}))
+    assert RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "cnn", ROOT).restore(str(out))
 
 
 def test_a_finished_run_is_never_overwritten_by_its_record(tmp_path):
@@ -240,6 +246,7 @@ def test_a_kept_model_has_the_digest_of_the_checkpoint_it_came_from_and_only_its
     torch.save({"model": {"b": torch.ones(2), "a": torch.arange(3.0)}, "iteration": 5, "optimizer": {"x": 1}}, src)
     assert save_model(str(src), str(tmp_path / "kept" / "d.pth")) == model_digest(str(src))
     assert list(torch.load(tmp_path / "kept" / "d.pth", weights_only=True)) == ["model"]
+    assert save_model(str(src), str(tmp_path / "kept" / "e.pth")) == model_digest(str(src))  # into a folder that exists
     torch.save({"model": {"b": torch.ones(2), "a": torch.arange(3.0) + 1}}, tmp_path / "other.pth")
     assert model_digest(str(tmp_path / "other.pth")) != model_digest(str(src))
 
