@@ -165,6 +165,50 @@ def test_a_representations_records_are_keyed_by_the_cnns_backbone_or_else_the_fe
     assert oracle.representation == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc")
 
 
+def test_a_checkpoint_of_numpy_arrays_has_the_digest_of_the_same_torch_tensors(tmp_path):
+    import pickle
+
+    import numpy as np
+    import torch
+
+    from phrasedet.engine.comparison.run_records import backbone_digest
+
+    arrays = {"backbone.stem.conv1.weight": np.arange(6, dtype=np.float32).reshape(2, 3), "backbone.res2.b": np.ones(3, np.float32)}
+    with open(tmp_path / "d2.pkl", "wb") as f:  # Detectron2's model-zoo format: numpy arrays
+        pickle.dump({"model": arrays, "__author__": "test"}, f)
+    torch.save({"model": {k: torch.from_numpy(v) for k, v in arrays.items()}}, tmp_path / "same.pth")
+    assert backbone_digest(str(tmp_path / "d2.pkl")) == backbone_digest(str(tmp_path / "same.pth"))
+
+
+def test_a_record_names_the_cpu_by_its_first_model_name(tmp_path):
+    import torch
+
+    from phrasedet.engine.comparison.run_records import _machine
+
+    threads = f", {torch.get_num_threads()} threads"
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nmodel name\t: AMD EPYC 7B13: 64-Core\nmodel name\t: other\n")
+    assert _machine(str(tmp_path / "cpuinfo")) == "AMD EPYC 7B13: 64-Core" + threads
+    (tmp_path / "bare").write_text("processor\t: 0\n")
+    assert _machine(str(tmp_path / "bare")) == _machine(str(tmp_path / "missing")) == "unknown CPU" + threads
+
+
+def test_a_big_json_file_is_left_out_of_the_record_but_the_curve_is_kept(tmp_path, monkeypatch, caplog):
+    from phrasedet.engine.comparison import run_records
+
+    monkeypatch.setattr(run_records, "_MAX_BYTES", 10)
+    out = tmp_path / "output" / "seed0" / "vsepp"
+    out.mkdir(parents=True)
+    (out / "a_big.json").write_text('{"x": 12345}')  # 12 bytes: left out
+    (out / "b_edge.json").write_text('{"x": 123}')  # 10 bytes: kept
+    (out / "c.json").write_text("{}")
+    (out / "metrics.json").write_text(json.dumps({**VALID, "retrieval/rsum": 1.0}) + "\n")
+    with caplog.at_level("INFO", logger="phrasedet.engine"):
+        RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "d", ROOT).save(str(out))
+    assert _files(tmp_path / "results") == ["seed0/vsepp/b_edge.json", "seed0/vsepp/c.json", "seed0/vsepp/metrics.json",
+                                            "seed0/vsepp/" + RECORD_FILE]
+    assert f"{out / 'a_big.json'}: 12 bytes, not a summary: left out of the record" in caplog.text
+
+
 def test_show_records_lists_every_recorded_run_with_its_numbers(tmp_path, capsys):
     import sys
 

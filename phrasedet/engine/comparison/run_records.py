@@ -54,12 +54,13 @@ def file_digest(path: str) -> str:
 
 
 def _tensors_digest(tensors: dict) -> str:
-    """The sha256 of named tensors: names, dtypes, shapes and bytes, in name order."""
+    """The sha256 of named tensors (``{name: Tensor}``, as :func:`~phrasedet.modeling.checkpoint.read_checkpoint`
+    gives every file's, a ``.pkl``'s numpy arrays included): names, dtypes, shapes and bytes, in name order."""
     import numpy as np
 
     h = hashlib.sha256()
     for name, tensor in sorted(tensors.items()):
-        array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else np.asarray(tensor))
+        array = np.ascontiguousarray(tensor.detach().cpu().numpy())
         h.update(f"{name}:{array.dtype}:{array.shape};".encode())
         h.update(array.tobytes())
     return h.hexdigest()
@@ -124,14 +125,14 @@ def _git_state(root: str) -> dict:
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(changed)}
 
 
-def _machine() -> str:
-    """The CPU model and the thread count torch uses (runs on other machines round differently:
-    docs/TRAINING.md, "Determinism across machines")."""
+def _machine(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU model (``cpuinfo``'s first "model name") and the thread count torch uses (runs on
+    other machines round differently: docs/TRAINING.md, "Determinism across machines")."""
     import torch
 
     model = "unknown CPU"
-    if os.path.isfile("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
+    if os.path.isfile(cpuinfo):
+        with open(cpuinfo) as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
     return f"{model}, {torch.get_num_threads()} threads"
 
