@@ -149,7 +149,7 @@ SCOPES = {
     "instrument_data": Scope(
         _files("phrasedet/data/synthetic", ["oracle.py", "labels.py", "pretraining.py", "captions.py", "language.py"]),
         _files("tests/data", ["test_labels_and_oracle.py", "test_pretraining_split.py", "test_synthetic.py",
-                              "test_language.py", "test_caption_facts.py"]),
+                              "test_language.py", "test_caption_facts.py", "test_captions.py"]),
         deselect=("tests/data/test_caption_facts.py::"
                   "test_the_measure_agrees_with_an_independent_count_on_the_default_dataset",)),
     "instrument_training": Scope(

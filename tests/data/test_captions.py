@@ -1,0 +1,34 @@
+"""The caption writer's pieces by hand (phrasedet/data/synthetic/captions.py): chains, the
+Flickr30K Entities markup read back by the project's own parser, and an object phrase's defaults."""
+from itertools import count
+
+from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
+from phrasedet.data.synthetic.captions import Chain, ChainBook, ObjectPhrase, PhraseOcc, render_caption
+from phrasedet.data.synthetic.scene import SceneObject
+
+
+def test_a_chain_is_made_once_and_a_not_visual_one_is_id_0_and_never_listed():
+    book = ChainBook(count(5).__next__)
+    man = book.get("man", ("people",), "object")
+    assert book.get("man", ("people",), "object") is man and man.id == 5
+    sky = book.get("sky", ("other",), "notvisual")
+    street = book.get("street", ("scene",), "scene")
+    assert (sky.id, street.id) == (0, 6) and book.chains == [man, street]
+
+
+def test_the_markup_reads_back_with_every_type_and_the_first_word_capitalized():
+    subway = Chain(7, ("vehicles", "scene"), "object")
+    markup, stripped, phrases = render_caption([PhraseOcc(subway, ["the", "subway"]), "arrives", "."])
+    assert markup == "[/EN#7/vehicles/scene The subway] arrives ." and stripped == "The subway arrives ."
+    assert [(i, p.words) for i, p in phrases] == [(0, ["The", "subway"])]
+    caption, parsed = parse_sentence_line(markup)
+    assert caption == stripped and [(p.phrase, p.chain_id, p.types, p.first_word_index) for p in parsed] == [
+        ("The subway", "7", ["vehicles", "scene"], 0)]
+    assert render_caption(["a man", "waits"])[0] == "A man waits"
+
+
+def test_an_object_phrase_without_a_shape_says_shape_in_version_3s_words():
+    phrase = ObjectPhrase(Chain(3, ("other",), "object"), 0, SceneObject("red", "circle", 14), "a", False, True, False)
+    assert phrase.words == ["a", "red", "shape"]
+    assert ObjectPhrase(Chain(3, ("other",), "object"), 0, SceneObject("red", "circle", 30, box=(0, 0, 29, 29)), "the", True, False, True).words == [
+        "the", "large", "circle"]
