@@ -201,9 +201,12 @@ def test_a_big_json_file_is_left_out_of_the_record_but_the_curve_is_kept(tmp_pat
     (out / "a_big.json").write_text('{"x": 12345}')  # 12 bytes: left out
     (out / "b_edge.json").write_text('{"x": 123}')  # 10 bytes: kept
     (out / "c.json").write_text("{}")
-    (out / "metrics.json").write_text(json.dumps({**VALID, "retrieval/rsum": 1.0}) + "\n")
+    (out / "metrics.json").write_text(json.dumps({**VALID, "retrieval/rsum": 1.0}))  # a last line without its newline
     with caplog.at_level("INFO", logger="phrasedet.engine"):
         RunRecords(str(tmp_path / "output"), str(tmp_path / "results"), "d", ROOT).save(str(out))
+    kept = tmp_path / "results" / "seed0" / "vsepp"
+    assert (kept / "metrics.json").read_text() == json.dumps({**VALID, "retrieval/rsum": 1.0}) + "\n"
+    assert (kept / RECORD_FILE).read_text().startswith('{\n "commit": ')  # indented by 1: records are read in diffs
     assert _files(tmp_path / "results") == ["seed0/vsepp/b_edge.json", "seed0/vsepp/c.json", "seed0/vsepp/metrics.json",
                                             "seed0/vsepp/" + RECORD_FILE]
     assert f"{out / 'a_big.json'}: 12 bytes, not a summary: left out of the record" in caplog.text

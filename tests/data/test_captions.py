@@ -32,3 +32,15 @@ def test_an_object_phrase_without_a_shape_says_shape_in_version_3s_words():
     assert phrase.words == ["a", "red", "shape"]
     assert ObjectPhrase(Chain(3, ("other",), "object"), 0, SceneObject("red", "circle", 30, box=(0, 0, 29, 29)), "the", True, False, True).words == [
         "the", "large", "circle"]
+
+
+def test_a_long_tailed_phrase_without_its_shape_may_name_a_hypernym_true_of_it():
+    import numpy as np
+
+    from phrasedet.data.synthetic.language import LONG_TAIL
+
+    namer = LONG_TAIL.namer(np.random.default_rng(0), "train")
+    nouns = {ObjectPhrase(Chain(1, ("other",), "object"), 0, SceneObject("red", "triangle", 14), "a", False, False, False,
+                          namer=namer).words[-1] for _ in range(300)}
+    assert "polygon" in nouns and not nouns & {"quadrilateral", "parallelogram", "quadrangle"}  # true of squares, not triangles
+    assert nouns <= set(LONG_TAIL.generic.allowed("train")) | {"polygon"}  # nothing held out of training
