@@ -44,3 +44,20 @@ def test_a_long_tailed_phrase_without_its_shape_may_name_a_hypernym_true_of_it()
                           namer=namer).words[-1] for _ in range(300)}
     assert "polygon" in nouns and not nouns & {"quadrilateral", "parallelogram", "quadrangle"}  # true of squares, not triangles
     assert nouns <= set(LONG_TAIL.generic.allowed("train")) | {"polygon"}  # nothing held out of training
+
+
+def test_a_caption_writer_without_a_namer_writes_version_3s_captions():
+    import numpy as np
+
+    from phrasedet.data.synthetic.captions import CaptionWriter
+    from phrasedet.data.synthetic.language import V3
+    from phrasedet.data.synthetic.scene import place_shapes, plan_scene
+
+    def captions(**namer):
+        rng = np.random.default_rng(3)
+        scene = plan_scene(rng, "train")
+        place_shapes(scene)
+        segments = CaptionWriter(scene, rng, ChainBook(count(1).__next__), **namer).captions(True, None)
+        return [render_caption(s)[0] for s in segments]
+    written = captions()
+    assert written == captions(namer=V3.namer(None, "train")) and len(written) == 5
