@@ -159,6 +159,7 @@ def test_a_representations_records_are_keyed_by_the_cnns_backbone_or_else_the_fe
     cnn = representation_records(str(tmp_path / "out"), str(tmp_path / "rec"), "cnn", str(tmp_path / "cnn.pth"),
                                  str(tmp_path / "train.npy"), word_vectors="w2v")
     assert (cnn.output_root, cnn.record_root, cnn.code_root) == (str(tmp_path / "out"), str(tmp_path / "rec" / "cnn"), ROOT)
+    assert RunRecords(str(tmp_path / "out"), str(tmp_path / "rec"), "d", ROOT).word_vectors == ""  # none named
     assert (cnn.representation, cnn.word_vectors) == (backbone_digest(str(tmp_path / "cnn.pth")), "w2v")
     oracle = representation_records(str(tmp_path / "out"), str(tmp_path / "rec"), "oracle", "", str(tmp_path / "train.npy"))
     assert (oracle.record_root, oracle.word_vectors) == (str(tmp_path / "rec" / "oracle"), "")
@@ -279,6 +280,7 @@ def test_a_record_is_dirty_when_the_code_differs_from_its_commit_not_the_docs(tm
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
     head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     (tmp_path / "docs" / "A.md").write_text("y\n")
+    (tmp_path / "phrasedet" / "scratch.py").write_text("z = 0\n")  # untracked: no commit's code, never trained with
     assert _git_state(str(tmp_path)) == {"commit": head, "dirty": False}
     (tmp_path / "phrasedet" / "m.py").write_text("x = 2\n")
     assert _git_state(str(tmp_path)) == {"commit": head, "dirty": True}
