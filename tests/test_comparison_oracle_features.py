@@ -56,3 +56,21 @@ def test_the_common_oracle_keeps_the_columns_that_more_than_five_training_images
     assert np.load(os.path.join(out, f"{NAMES[1]}.npy")).shape == (3, 1)
     common_oracle_features(str(tmp_path), resume=False)  # written again without
     assert np.load(os.path.join(out, f"{NAMES[1]}.npy")).shape == (60, len(keep))
+    # a common file missing with --resume: made again from the oracle's features as kept, not recomputed
+    np.save(os.path.join(full, f"{NAMES[2]}.npy"), np.zeros((4, train.shape[1]), np.float32))
+    with open(os.path.join(full, f"{NAMES[2]}.txt"), "w") as f:
+        f.write("a\nb\nc\nd\n")
+    os.remove(os.path.join(out, f"{NAMES[2]}.npy"))
+    common_oracle_features(str(tmp_path), resume=True)
+    assert np.load(os.path.join(out, f"{NAMES[2]}.npy")).shape == (4, len(keep))
+
+
+def test_the_common_oracle_of_the_long_tailed_language_has_its_splits_names(tmp_path):
+    from phrasedet.data.datasets.builtin import builtin_name
+    from phrasedet.data.synthetic import ensure_builtin_dataset
+    from phrasedet.engine.comparison.protocol import common_oracle_features
+
+    ensure_builtin_dataset(language="long_tail")
+    out = common_oracle_features(str(tmp_path), resume=False, language="long_tail")
+    assert sorted(os.listdir(out)) == sorted(f"{builtin_name(f'flickr30k_captions_{s}', 'long_tail')}.{e}"
+                                             for s in ("train", "val", "test") for e in ("npy", "txt"))
