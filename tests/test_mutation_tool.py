@@ -247,7 +247,8 @@ def test_failing_tests_before_any_mutant_are_an_error_not_a_report_of_old_result
     with pytest.raises(RuntimeError) as error:
         mutation._mutmut(str(tmp_path), "run")
     assert str(error.value) == (f"{mutation.sys.executable} -m mutmut run (in {tmp_path}): {failed} (the scope's tests "
-                                f"fail without any mutant; run them in {tmp_path / 'mutants'} to see which)")
+                                f"fail without any mutant; run them in {tmp_path / 'mutants'} to see which)\n  "
+                                + out.splitlines()[1])  # what mutmut said, without its progress line
     monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "done", ""))
     assert mutation._mutmut(str(tmp_path), "run") == "done"
 

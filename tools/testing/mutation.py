@@ -405,8 +405,20 @@ def _mutmut(workdir, *args):
     failed = [m for m in TESTS_FAILED if m in proc.stdout]
     if failed:  # mutmut then tests no mutant and exits 1: the results would be the old ones, or none
         raise RuntimeError(f"{' '.join(cmd)} (in {workdir}): {failed[0]} (the scope's tests fail without any "
-                           f"mutant; run them in {os.path.join(workdir, 'mutants')} to see which)")
+                           f"mutant; run them in {os.path.join(workdir, 'mutants')} to see which)"
+                           + "".join(f"\n  {line}" for line in _last_lines(proc.stdout + proc.stderr)))
     return proc.stdout
+
+
+def _last_lines(output, count=20):
+    """The last ``count`` lines of mutmut's ``output`` that are not its progress spinner (which
+    rewrites one line per mutant): what it says about a failure."""
+    lines = [line.rstrip() for line in output.replace("\r", "\n").splitlines()]
+    return [line for line in lines if line.strip() and line.lstrip()[:1] not in SPINNER][-count:]
+
+
+#: The first characters of mutmut's progress lines.
+SPINNER = set("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 
 
 #: What mutmut prints when the scope's tests fail on the unmutated code: in its first pass, which
