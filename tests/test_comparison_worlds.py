@@ -1,14 +1,16 @@
 """phrasedet/engine/comparison/worlds.py: the overrides that put a comparison's runs in a built-in
 world (issue 42): none for version 3, the long-tailed datasets, GloVe and 50-wide branches for
 ``long_tail``, the same as configs/cite_cca_long_tail.yaml."""
+import argparse
 import os
+import re
 
 import pytest
 
 import phrasedet  # noqa: F401  (registers the datasets)
 from phrasedet.data.datasets.builtin import builtin_language_of, builtin_name
 from phrasedet.engine.comparison.protocol import config_of
-from phrasedet.engine.comparison.worlds import WORLDS, get_world
+from phrasedet.engine.comparison.worlds import WORLDS, World, add_world_argument, get_world
 
 CONFIGS = os.path.join(os.path.dirname(__file__), "..", "configs")
 
@@ -50,3 +52,26 @@ def test_an_unknown_world_or_language_is_named_with_the_known_ones():
     with pytest.raises(KeyError, match="no built-in language 'zipf' \\(known: v3, long_tail\\)"):
         builtin_name("flickr30k_entities_val", "zipf")
     assert builtin_name("flickr30k_pointing_test", "long_tail") == "builtin_longtail_flickr30k_pointing_test"
+
+
+def test_a_world_without_a_branch_width_keeps_the_configs_widths():
+    world = World("glove_v3", "v3", ("PHRASEDET.TEXT.WORD_VECTORS", "glove_6b_50d"))
+    opts = world.phrase_detection_opts()
+    assert not world.default and not any("HIDDEN_DIM" in str(o) or "EMBED_DIM" in str(o) for o in opts)
+    put = config_of(os.path.join(CONFIGS, "cite_cca.yaml"), opts)
+    plain = config_of(os.path.join(CONFIGS, "cite_cca.yaml"), [])
+    assert put.MODEL.PHRASE_ROI_HEADS.CITE.EMBED_DIM == plain.MODEL.PHRASE_ROI_HEADS.CITE.EMBED_DIM != 50
+    assert put.PHRASEDET.TEXT.WORD_VECTORS == "glove_6b_50d"
+
+
+def test_the_world_option_offers_the_built_in_worlds_and_says_what_they_are(capsys):
+    parser = argparse.ArgumentParser(prog="compare")
+    add_world_argument(parser)
+    assert parser.parse_args([]).world == "v3" and parser.parse_args(["--world", "long_tail"]).world == "long_tail"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--world", "zipf"])
+    assert re.search(r"argument --world: invalid choice: 'zipf' \(choose from '?v3'?, '?long_tail'?\)",
+                     capsys.readouterr().err)  # quoted from Python 3.12 on
+    assert ("--world {v3,long_tail} the built-in world (phrasedet/engine/comparison/worlds.py): v3 (default) or "
+            "long_tail, the same scenes in the long-tailed language with GloVe 6B 50-d vectors"
+            in " ".join(parser.format_help().split()))

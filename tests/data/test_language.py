@@ -125,6 +125,7 @@ def test_the_tables_are_built_from_their_words_held_out_names_last():
     from phrasedet.data.synthetic.language import _names, _one
 
     assert _names("red", "crimson", "*vermilion") == Names(("red", "crimson", "vermilion"), 1)
+    assert _names("X", "*Xray") == Names(("X", "Xray"), 1)  # only the held-out mark is stripped
     assert _names("red", "crimson").allowed("train") == ("red", "crimson") and _names("red").held_out == 0
     assert _names("a", "*b", "*c").unseen == ("b", "c") and _names("a", "*b", "*c").allowed("train") == ("a",)
     with pytest.raises(ValueError) as error:
