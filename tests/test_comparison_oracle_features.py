@@ -74,3 +74,16 @@ def test_the_common_oracle_of_the_long_tailed_language_has_its_splits_names(tmp_
     out = common_oracle_features(str(tmp_path), resume=False, language="long_tail")
     assert sorted(os.listdir(out)) == sorted(f"{builtin_name(f'flickr30k_captions_{s}', 'long_tail')}.{e}"
                                              for s in ("train", "val", "test") for e in ("npy", "txt"))
+
+
+def test_the_oracle_features_are_those_of_the_language_s_splits_on_a_grid_of_16(tmp_path, monkeypatch):
+    import phrasedet.data.synthetic.oracle as oracle
+    from phrasedet.data.datasets.builtin import builtin_name
+
+    written = []
+    monkeypatch.setattr(oracle, "write_oracle_features", lambda out, names, grid, truth: written.append((out, names, grid)))
+    monkeypatch.setattr("phrasedet.data.synthetic.ground_truth.load_ground_truth", lambda root: {})
+    oracle_features(str(tmp_path), resume=False, language="long_tail")
+    assert written == [(str(tmp_path / "features"), [builtin_name(n, "long_tail") for n in
+                        [f"flickr30k_captions_{s}" for s in SPLITS] + ["flickr30k_pointing_val", "flickr30k_pointing_test"]], 16)]
+    assert written[0][1][0] == "builtin_longtail_flickr30k_captions_train"

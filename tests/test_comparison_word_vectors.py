@@ -1,6 +1,7 @@
 """phrasedet/engine/comparison/protocol.py's word vectors: --word-vectors makes every run read one file, and
 records are keyed by the vectors' fingerprint, the same whether word2vec was trained here or its
 vectors were read from a file (word2vec differs across CPUs in its last bits: docs/TRAINING.md)."""
+import argparse
 import glob
 import json
 import os
@@ -8,7 +9,7 @@ from argparse import Namespace
 
 import pytest
 
-from phrasedet.engine.comparison.protocol import run_opts, word_vectors_digest
+from phrasedet.engine.comparison.protocol import add_word_vectors_argument, run_opts, word_vectors_digest, word_vectors_line
 from phrasedet.engine.comparison.runs import ROOT
 from phrasedet.text.word_vectors import keyed_vectors_fingerprint, load_word_vectors
 
@@ -29,6 +30,18 @@ def test_run_opts_put_the_file_first_and_drop_a_leading_separator(tmp_path):
 
 
 @pytest.mark.usefixtures("builtin_root")
+def test_the_word_vectors_option_and_the_line_a_comparison_prints(tmp_path):
+    parser = argparse.ArgumentParser(prog="compare")
+    add_word_vectors_argument(parser)
+    assert parser.parse_args([]).word_vectors == "" and parser.parse_args(["--word-vectors", "w.bin"]).word_vectors == "w.bin"
+    assert ("--word-vectors PATH a word2vec binary file every run reads (the project's: "
+            "results/word_vectors/builtin_word2vec.bin); default: word2vec trained here" in " ".join(parser.format_help().split()))
+    assert word_vectors_line(Namespace(word_vectors=""), VSE0, [], "ab12") == "word vectors: word2vec trained here (fingerprint ab12)"
+    assert word_vectors_line(Namespace(word_vectors=""), VSE0, ["PHRASEDET.TEXT.WORD_VECTORS", "glove_6b_50d"], "cd") == (
+        "word vectors: glove_6b_50d (fingerprint cd)")
+    assert word_vectors_line(Namespace(word_vectors=KEPT), VSE0, [], "ef") == f"word vectors: {KEPT} (fingerprint ef)"
+
+
 def test_trained_and_read_from_a_file_the_same_vectors_have_one_fingerprint(tmp_path):
     quick = ["PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1"]
     trained = word_vectors_digest(VSE0, quick)

@@ -88,6 +88,17 @@ def test_draw_curves_reads_the_runs_that_exist(tmp_path):
     assert draw_curves({"m": [str(tmp_path / "x.json")]}, str(tmp_path / "q.png"), "t").startswith("(no validation curves")
 
 
+def test_draw_curves_gives_the_plot_its_title_and_axis(tmp_path, monkeypatch):
+    import phrasedet.utils.learning_curves as learning_curves
+
+    a = _metrics(tmp_path / "a.json", [{"iteration": 9, "retrieval/rsum": 1.0}])
+    drawn = []
+    monkeypatch.setattr(learning_curves, "plot_curves", lambda curves, path, title, ylabel: drawn.append((path, title, ylabel)))
+    draw_curves({"m": [a]}, "p.png", "the title")
+    draw_curves({"m": [a]}, "q.png", "t", ylabel="pointing, strict")
+    assert drawn == [("p.png", "the title", "validation rsum"), ("q.png", "t", "pointing, strict")]
+
+
 def test_the_cnn_argument_and_the_dataset_flags(monkeypatch):
     calls = []
     monkeypatch.setattr(pretrained_cnn_module, "ensure_builtin_cnn", lambda: calls.append(1) or "cache/builtin_cnn/model_final.pth")
