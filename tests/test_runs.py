@@ -159,6 +159,20 @@ def test_a_stale_run_of_another_budget_gives_way_to_the_record_of_this_one(tmp_p
     assert calls == ["train_net.py"] * 2
 
 
+def test_a_record_of_another_schedule_is_not_restored_as_this_run(tmp_path, monkeypatch, capsys):
+    from phrasedet.engine.comparison.run_records import RunRecords
+
+    root, out = tmp_path / "out", tmp_path / "out" / "seed0" / "m"
+    records = RunRecords(str(root), str(tmp_path / "rec"), "rep", str(tmp_path))
+    monkeypatch.setattr(runs, "run_tool", _fake_train_net(out, []))
+    runs.train_run("m", "c.yaml", str(out), True, ["SOLVER.MAX_ITER", 3000], records=records)  # recorded at 3,000
+    shutil.rmtree(out)
+    assert not runs.finished(str(out), True, records, ["c.yaml", "SOLVER.MAX_ITER", "6000"]) and not out.exists()
+    assert (f"{out}: its record of another schedule ({{'SOLVER.MAX_ITER': '3000'}}, now {{'SOLVER.MAX_ITER': '6000'}}): "
+            "not this run; its files removed") in capsys.readouterr().out
+    assert runs.finished(str(out), True, records, ["c.yaml", "SOLVER.MAX_ITER", "3000"])  # its own schedule: restored
+
+
 def test_a_tool_writes_its_log_into_a_folder_made_for_it_and_a_failure_names_its_output(tmp_path):
     log = tmp_path / "not yet" / "there" / "tool.log"
     runs.run_tool("show_records.py", "--help", log=str(log))
@@ -168,6 +182,25 @@ def test_a_tool_writes_its_log_into_a_folder_made_for_it_and_a_failure_names_its
     failed = r"(?s)show_records.py --no-such-option failed \(exit status 2\):.*the following arguments are required: record_roots"
     with pytest.raises(RuntimeError, match=failed):
         runs.run_tool("show_records.py", "--no-such-option")
+
+
+def test_a_tool_s_log_starts_afresh_its_time_is_its_own_and_its_failure_shows_the_last_3000_characters(tmp_path, monkeypatch):
+    log = tmp_path / "tool.log"
+    log.write_text("an older run's log\n")
+    start = time.perf_counter()
+    seconds = runs.run_tool("show_records.py", "--help", log=str(log))
+    assert 0 < seconds <= time.perf_counter() - start
+    assert "an older run's log" not in log.read_text() and "usage: show_records.py" in log.read_text()
+    log.write_bytes(b"\xff" * 5000)  # not UTF-8: the failure is still reported, its output decoded with replacements
+    with pytest.raises(RuntimeError) as error:
+        runs.run_tool("show_records.py", "--no-such-option", log=str(log), append=True)
+    tail = str(error.value).split("(exit status 2):\n", 1)[1]
+    assert len(tail) == 3000 and tail.startswith("\ufffd") and tail.endswith("the following arguments are required: record_roots\n")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    with pytest.raises(RuntimeError):
+        runs.run_tool("show_records.py", "--no-such-option")  # without a log: its output goes to a temporary file
+    assert os.listdir(tmp_path / "cwd") == []
 
 
 def test_the_command_line_of_a_run_its_record_and_an_evaluation_never_continued(tmp_path, monkeypatch, capsys):
