@@ -193,6 +193,14 @@ def test_a_record_names_the_cpu_by_its_first_model_name(tmp_path):
     assert _machine(str(tmp_path / "bare")) == _machine(str(tmp_path / "missing")) == "unknown CPU" + threads
 
 
+def test_a_record_names_this_machine_s_cpu_from_proc_cpuinfo():
+    from phrasedet.engine.comparison.run_records import _machine
+
+    if not os.path.isfile("/proc/cpuinfo") or "model name" not in open("/proc/cpuinfo").read():
+        pytest.skip("this machine's /proc/cpuinfo names no CPU model")
+    assert _machine() == _machine("/proc/cpuinfo") and not _machine().startswith("unknown CPU")
+
+
 def test_a_big_json_file_is_left_out_of_the_record_but_the_curve_is_kept(tmp_path, monkeypatch, caplog):
     from phrasedet.engine.comparison import run_records
 
