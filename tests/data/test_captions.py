@@ -61,3 +61,19 @@ def test_a_caption_writer_without_a_namer_writes_version_3s_captions():
         return [render_caption(s)[0] for s in segments]
     written = captions()
     assert written == captions(namer=V3.namer(None, "train")) and len(written) == 5
+
+
+def test_a_long_tailed_writer_names_its_objects_in_the_long_tailed_words():
+    import numpy as np
+
+    from phrasedet.data.synthetic.captions import CaptionWriter
+    from phrasedet.data.synthetic.language import LONG_TAIL, V3
+    from phrasedet.data.synthetic.scene import place_shapes, plan_scene
+
+    rng = np.random.default_rng(3)
+    scene = plan_scene(rng, "train")
+    place_shapes(scene)
+    writer = CaptionWriter(scene, rng, ChainBook(count(1).__next__), namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
+    colour = scene.objects[0].colour
+    said = {writer.obj_phrase(0, style="cs").words[1] for _ in range(200)}
+    assert said <= set(LONG_TAIL.colours[colour].allowed("train")) and said - set(V3.colours[colour].names)
