@@ -77,3 +77,30 @@ def test_a_long_tailed_writer_names_its_objects_in_the_long_tailed_words():
     colour = scene.objects[0].colour
     said = {writer.obj_phrase(0, style="cs").words[1] for _ in range(200)}
     assert said <= set(LONG_TAIL.colours[colour].allowed("train")) and said - set(V3.colours[colour].names)
+
+
+def test_a_long_tailed_draft_is_judged_vague_in_its_own_language():
+    """A red circle named in a long-tailed word of red (e.g. "crimson") is specific when the draft is
+    read in the long-tailed language, and would be vague read in version 3's, which does not know
+    the word (any circle)."""
+    import copy
+
+    import numpy as np
+
+    from phrasedet.data.synthetic.captions import CaptionWriter, Draft
+    from phrasedet.data.synthetic.facts import FactIndex
+    from phrasedet.data.synthetic.language import LONG_TAIL, V3
+    from phrasedet.data.synthetic.scene import place_shapes, plan_scene
+
+    rng = np.random.default_rng(3)
+    scene = plan_scene(rng, "train")  # a large red circle on the left, a large yellow circle on the right
+    place_shapes(scene)
+    other = copy.deepcopy(scene.record())
+    other["objects"] = [{**other["objects"][1], "colour": "blue"}]  # one blue circle, the same background
+    writer = CaptionWriter(scene, rng, ChainBook(count(1).__next__), index=FactIndex([scene.record(), other]), position=0,
+                           namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
+    phrase = next(p for p in (writer.obj_phrase(0, style="cs") for _ in range(200)) if p.words[1] not in V3.colours["red"].names)
+    writer.draft = Draft([phrase])
+    assert not writer._vague()
+    writer.draft = Draft([writer.obj_phrase(0, style="s")])  # "a circle": true of the other scene too
+    assert writer._vague()
