@@ -29,8 +29,7 @@ def test_run_opts_put_the_file_first_and_drop_a_leading_separator(tmp_path):
         run_opts(Namespace(word_vectors=str(tmp_path / "missing.bin"), opts=[]))
 
 
-@pytest.mark.usefixtures("builtin_root")
-def test_the_word_vectors_option_and_the_line_a_comparison_prints(tmp_path):
+def test_the_word_vectors_option_and_the_line_a_comparison_prints():
     parser = argparse.ArgumentParser(prog="compare")
     add_word_vectors_argument(parser)
     assert parser.parse_args([]).word_vectors == "" and parser.parse_args(["--word-vectors", "w.bin"]).word_vectors == "w.bin"
@@ -42,6 +41,7 @@ def test_the_word_vectors_option_and_the_line_a_comparison_prints(tmp_path):
     assert word_vectors_line(Namespace(word_vectors=KEPT), VSE0, [], "ef") == f"word vectors: {KEPT} (fingerprint ef)"
 
 
+@pytest.mark.usefixtures("builtin_root")
 def test_trained_and_read_from_a_file_the_same_vectors_have_one_fingerprint(tmp_path):
     quick = ["PHRASEDET.TEXT.WORD2VEC_EPOCHS", "1"]
     trained = word_vectors_digest(VSE0, quick)

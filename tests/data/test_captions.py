@@ -1,10 +1,28 @@
 """The caption writer's pieces by hand (phrasedet/data/synthetic/captions.py): chains, the
 Flickr30K Entities markup read back by the project's own parser, and an object phrase's defaults."""
+import copy
 from itertools import count
 
+import numpy as np
+
 from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
-from phrasedet.data.synthetic.captions import Chain, ChainBook, ObjectPhrase, PhraseOcc, render_caption
-from phrasedet.data.synthetic.scene import SceneObject
+from phrasedet.data.synthetic.captions import CaptionWriter, Chain, ChainBook, Draft, ObjectPhrase, PhraseOcc, render_caption
+from phrasedet.data.synthetic.facts import FactIndex
+from phrasedet.data.synthetic.language import LONG_TAIL, V3
+from phrasedet.data.synthetic.scene import SceneObject, place_shapes, plan_scene
+
+
+def _planned_scene():
+    """A planned and placed training scene (a large red circle on the left, a large yellow circle
+    on the right) and the generator that drew it, to write its captions with."""
+    rng = np.random.default_rng(3)
+    scene = plan_scene(rng, "train")
+    place_shapes(scene)
+    return scene, rng
+
+
+def _writer(scene, rng, **kwargs):
+    return CaptionWriter(scene, rng, ChainBook(count(1).__next__), **kwargs)
 
 
 def test_a_chain_is_made_once_and_a_not_visual_one_is_id_0_and_never_listed():
@@ -35,10 +53,6 @@ def test_an_object_phrase_without_a_shape_says_shape_in_version_3s_words():
 
 
 def test_a_long_tailed_phrase_without_its_shape_may_name_a_hypernym_true_of_it():
-    import numpy as np
-
-    from phrasedet.data.synthetic.language import LONG_TAIL
-
     namer = LONG_TAIL.namer(np.random.default_rng(0), "train")
     nouns = {ObjectPhrase(Chain(1, ("other",), "object"), 0, SceneObject("red", "triangle", 14), "a", False, False, False,
                           namer=namer).words[-1] for _ in range(300)}
@@ -47,33 +61,15 @@ def test_a_long_tailed_phrase_without_its_shape_may_name_a_hypernym_true_of_it()
 
 
 def test_a_caption_writer_without_a_namer_writes_version_3s_captions():
-    import numpy as np
-
-    from phrasedet.data.synthetic.captions import CaptionWriter
-    from phrasedet.data.synthetic.language import V3
-    from phrasedet.data.synthetic.scene import place_shapes, plan_scene
-
     def captions(**namer):
-        rng = np.random.default_rng(3)
-        scene = plan_scene(rng, "train")
-        place_shapes(scene)
-        segments = CaptionWriter(scene, rng, ChainBook(count(1).__next__), **namer).captions(True, None)
-        return [render_caption(s)[0] for s in segments]
+        return [render_caption(s)[0] for s in _writer(*_planned_scene(), **namer).captions(True, None)]
     written = captions()
     assert written == captions(namer=V3.namer(None, "train")) and len(written) == 5
 
 
 def test_a_long_tailed_writer_names_its_objects_in_the_long_tailed_words():
-    import numpy as np
-
-    from phrasedet.data.synthetic.captions import CaptionWriter
-    from phrasedet.data.synthetic.language import LONG_TAIL, V3
-    from phrasedet.data.synthetic.scene import place_shapes, plan_scene
-
-    rng = np.random.default_rng(3)
-    scene = plan_scene(rng, "train")
-    place_shapes(scene)
-    writer = CaptionWriter(scene, rng, ChainBook(count(1).__next__), namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
+    scene, rng = _planned_scene()
+    writer = _writer(scene, rng, namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
     colour = scene.objects[0].colour
     said = {writer.obj_phrase(0, style="cs").words[1] for _ in range(200)}
     assert said <= set(LONG_TAIL.colours[colour].allowed("train")) and said - set(V3.colours[colour].names)
@@ -83,22 +79,11 @@ def test_a_long_tailed_draft_is_judged_vague_in_its_own_language():
     """A red circle named in a long-tailed word of red (e.g. "crimson") is specific when the draft is
     read in the long-tailed language, and would be vague read in version 3's, which does not know
     the word (any circle)."""
-    import copy
-
-    import numpy as np
-
-    from phrasedet.data.synthetic.captions import CaptionWriter, Draft
-    from phrasedet.data.synthetic.facts import FactIndex
-    from phrasedet.data.synthetic.language import LONG_TAIL, V3
-    from phrasedet.data.synthetic.scene import place_shapes, plan_scene
-
-    rng = np.random.default_rng(3)
-    scene = plan_scene(rng, "train")  # a large red circle on the left, a large yellow circle on the right
-    place_shapes(scene)
+    scene, rng = _planned_scene()
     other = copy.deepcopy(scene.record())
     other["objects"] = [{**other["objects"][1], "colour": "blue"}]  # one blue circle, the same background
-    writer = CaptionWriter(scene, rng, ChainBook(count(1).__next__), index=FactIndex([scene.record(), other]), position=0,
-                           namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
+    writer = _writer(scene, rng, index=FactIndex([scene.record(), other]), position=0,
+                     namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
     phrase = next(p for p in (writer.obj_phrase(0, style="cs") for _ in range(200)) if p.words[1] not in V3.colours["red"].names)
     writer.draft = Draft([phrase])
     assert not writer._vague()
