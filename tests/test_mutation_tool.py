@@ -69,6 +69,13 @@ def test_a_malformed_or_duplicated_equivalent_names_the_line(tmp_path):
         mutation.read_equivalents(_write(tmp_path, no_module))
 
 
+def test_a_reason_quoting_code_before_a_colon_stays_out_of_the_mutated_code(tmp_path):
+    doc = ("## Equivalent mutants\n### `phrasedet/m.py`\n"
+           "- `f`: `x = g(1)` → `x = g(2)`: as for `h`: both are read once\n")
+    assert mutation.read_equivalents(_write(tmp_path, doc)) == {
+        ("phrasedet/m.py", "f", "x = g(1)", "x = g(2)"): "as for `h`: both are read once"}
+
+
 def test_the_shipped_equivalents_list_parses():
     assert isinstance(mutation.read_equivalents(), dict)
 

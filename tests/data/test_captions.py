@@ -8,8 +8,8 @@ import numpy as np
 from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
 from phrasedet.data.synthetic.captions import CaptionWriter, Chain, ChainBook, Draft, ObjectPhrase, PhraseOcc, render_caption
 from phrasedet.data.synthetic.facts import FactIndex
-from phrasedet.data.synthetic.language import LONG_TAIL, V3
-from phrasedet.data.synthetic.scene import SceneObject, place_shapes, plan_scene
+from phrasedet.data.synthetic.language import LONG_TAIL, V3, plural
+from phrasedet.data.synthetic.scene import Scene, SceneObject, place_shapes, plan_scene
 
 
 def _planned_scene():
@@ -89,3 +89,51 @@ def test_a_long_tailed_draft_is_judged_vague_in_its_own_language():
     assert not writer._vague()
     writer.draft = Draft([writer.obj_phrase(0, style="s")])  # "a circle": true of the other scene too
     assert writer._vague()
+
+
+def test_caption_0_keeps_its_colour_shape_phrases_as_they_are_however_vague():
+    """Caption 0 of a scene whose twin is in the split stays vague whatever it says, so the writer
+    takes all its steps; phrases of ``cs_combos`` never say their size, the others may."""
+    scene, rng = _planned_scene()
+    twin = FactIndex([scene.record(), copy.deepcopy(scene.record())])
+
+    def sizes_said(cs_combos):
+        writer = _writer(scene, rng, cs_combos=cs_combos, index=twin, position=0)
+        phrases = [s for _ in range(20) for s in writer.write(writer.caption_all) if isinstance(s, ObjectPhrase)]
+        return {p.words[1] in V3.sizes["large"].names for p in phrases}
+    assert sizes_said([o.combo for o in scene.objects]) == {False}
+    assert True in sizes_said([])
+
+
+def test_a_colour_group_is_called_shapes_or_objects_in_the_writers_own_generic_words():
+    scene = Scene(128, 96, "white", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
+                                     SceneObject("red", "square", 20, box=(80, 10, 99, 29))])
+    v3 = _writer(scene, np.random.default_rng(0))
+    assert v3.group_kind == "colour"
+    assert {v3.group_phrase().words[-1] for _ in range(100)} == {"shapes", "objects"}
+
+    class Marking:  # version 3's namer, its generic nouns marked: no group noun is written without it
+        def __getattr__(self, name):
+            return getattr(v3.namer, name)
+
+        def generic(self, shape, hint, many=False):
+            return "generic:" + v3.namer.generic(shape, hint, many)
+    marked = _writer(scene, np.random.default_rng(0), namer=Marking())
+    assert {marked.group_phrase().words[-1] for _ in range(100)} == {"generic:shapes", "generic:objects"}
+    long_tail = _writer(scene, np.random.default_rng(0), namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
+    nouns = {long_tail.group_phrase().words[-1] for _ in range(300)}
+    assert nouns - {"shapes", "objects"} and nouns <= {plural(w) for w in LONG_TAIL.generic.allowed("train")}
+
+
+def test_a_shadow_is_faint_soft_or_long():
+    writer = _writer(*_planned_scene())
+    said = {tuple(writer.nobox_phrase().words) for _ in range(200)}
+    assert said == {(a, adjective, "shadow") for a in ("a", "the") for adjective in ("faint", "soft", "long")}
+
+
+def test_objects_whose_centres_nearly_coincide_have_no_relation_and_a_position_needs_no_draft():
+    scene = Scene(128, 96, "white", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
+                                     SceneObject("blue", "square", 20, box=(14, 14, 33, 33))])  # centres 4 px apart
+    writer = _writer(scene, np.random.default_rng(0))
+    assert writer.relation(0, 1) is None and writer.next_to(0, 1)
+    assert writer.draft is None and writer.pos(0, writer.obj_phrase(0)) == "on the left"

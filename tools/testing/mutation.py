@@ -202,7 +202,7 @@ def status_of(exit_code):
 
 # ---------------------------------------------------------------- the equivalent-mutant list
 
-_EQUIVALENT = re.compile(r"^- `(?P<function>[^`]+)`:\s+`(?P<before>.+)`\s+→\s+`(?P<after>.+)`:\s+(?P<reason>\S.*)$")
+_EQUIVALENT = re.compile(r"^- `(?P<function>[^`]+)`:\s+`(?P<before>.+)`\s+→\s+`(?P<after>.+?)`:\s+(?P<reason>\S.*)$")  # the reason may quote code
 _MODULE_HEADING = re.compile(r"^### `(?P<module>phrasedet/\S+\.py)`\s*$")
 
 
