@@ -1,13 +1,14 @@
 """The caption writer's pieces by hand (phrasedet/data/synthetic/captions.py): chains, the
 Flickr30K Entities markup read back by the project's own parser, and an object phrase's defaults."""
 import copy
+import dataclasses
 from itertools import count
 
 import numpy as np
 
 from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
 from phrasedet.data.synthetic.captions import CaptionWriter, Chain, ChainBook, Draft, ObjectPhrase, PhraseOcc, render_caption
-from phrasedet.data.synthetic.facts import FactIndex
+from phrasedet.data.synthetic.facts import FactIndex, caption_facts
 from phrasedet.data.synthetic.language import LONG_TAIL, V3, plural
 from phrasedet.data.synthetic.scene import Scene, SceneObject, place_shapes, plan_scene
 
@@ -106,7 +107,7 @@ def test_caption_0_keeps_its_colour_shape_phrases_as_they_are_however_vague():
 
 
 def test_a_colour_group_is_called_shapes_or_objects_in_the_writers_own_generic_words():
-    scene = Scene(128, 96, "white", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
+    scene = Scene(128, 96, "gray", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
                                      SceneObject("red", "square", 20, box=(80, 10, 99, 29))])
     v3 = _writer(scene, np.random.default_rng(0))
     assert v3.group_kind == "colour"
@@ -132,8 +133,45 @@ def test_a_shadow_is_faint_soft_or_long():
 
 
 def test_objects_whose_centres_nearly_coincide_have_no_relation_and_a_position_needs_no_draft():
-    scene = Scene(128, 96, "white", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
+    scene = Scene(128, 96, "gray", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
                                      SceneObject("blue", "square", 20, box=(14, 14, 33, 33))])  # centres 4 px apart
     writer = _writer(scene, np.random.default_rng(0))
     assert writer.relation(0, 1) is None and writer.next_to(0, 1)
     assert writer.draft is None and writer.pos(0, writer.obj_phrase(0)) == "on the left"
+
+
+def test_a_square_may_be_any_of_its_hypernyms_but_never_one_true_of_it_alone():
+    def nouns(language, shape):
+        namer = language.namer(np.random.default_rng(0), "train")
+        return {namer.generic(shape, "shape") for _ in range(400)}
+    assert {"polygon", "quadrilateral", "parallelogram", "quadrangle"} <= nouns(LONG_TAIL, "square")
+    ball = dataclasses.replace(LONG_TAIL, hypernyms={**LONG_TAIL.hypernyms, "ball": ("circle",)})  # names the circle
+    assert "ball" not in nouns(ball, "circle") and nouns(ball, "circle") == nouns(LONG_TAIL, "circle")
+
+
+def test_a_random_caption_places_every_object_it_positions_with_or_without_a_relation():
+    """Objects whose centres nearly coincide have no relation, so the templates that need one fall
+    back to "<object> is <position>"; every position said marks its phrase placed in the draft."""
+    scene = Scene(128, 96, "gray", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
+                                     SceneObject("blue", "square", 20, box=(14, 14, 33, 33))])
+    writer = _writer(scene, np.random.default_rng(0))
+    positions = {n for names in V3.positions_outside.values() for n in names.names}
+    said = set()
+    for _ in range(200):
+        writer.draft = Draft([])
+        segments = writer.caption_random()
+        words = [s for s in segments if isinstance(s, str)]
+        said.add(tuple(w if w not in positions else "<position>" for w in words))
+        placed = [id(s) for s in segments if isinstance(s, ObjectPhrase) and id(s) in writer.draft.placed]
+        assert sum(w in positions for w in words) == len(placed) == len(writer.draft.placed)
+    assert said == {("is", "<position>"), ("there is", "<position>"), ("in", ",", "is", "<position>"),
+                    ("sits on", "<position>"), ("is", "next to")}
+
+
+def test_what_a_long_tailed_caption_stated_is_read_in_its_own_language():
+    scene, rng = _planned_scene()
+    writer = _writer(scene, rng, index=FactIndex([scene.record()]), position=0,
+                     namer=LONG_TAIL.namer(np.random.default_rng(0), "train"))
+    markups = [render_caption(writer.write(writer.caption_all))[0] for _ in range(10)]
+    assert writer.stated == {caption_facts(m, language=LONG_TAIL) for m in markups}
+    assert any(caption_facts(m, language=LONG_TAIL) != caption_facts(m) for m in markups)
