@@ -7,7 +7,8 @@ from itertools import count
 import numpy as np
 
 from phrasedet.data.datasets.flickr30k_entities import parse_sentence_line
-from phrasedet.data.synthetic.captions import CaptionWriter, Chain, ChainBook, Draft, ObjectPhrase, PhraseOcc, render_caption
+from phrasedet.data.synthetic.captions import (CaptionWriter, Chain, ChainBook, Draft, ObjectPhrase, PhraseOcc, referring_expressions,
+                                               render_caption)
 from phrasedet.data.synthetic.facts import FactIndex, caption_facts
 from phrasedet.data.synthetic.language import LONG_TAIL, V3, plural
 from phrasedet.data.synthetic.scene import Scene, SceneObject, place_shapes, plan_scene
@@ -175,3 +176,11 @@ def test_what_a_long_tailed_caption_stated_is_read_in_its_own_language():
     markups = [render_caption(writer.write(writer.caption_all))[0] for _ in range(10)]
     assert writer.stated == {caption_facts(m, language=LONG_TAIL) for m in markups}
     assert any(caption_facts(m, language=LONG_TAIL) != caption_facts(m) for m in markups)
+
+
+def test_referring_expressions_without_a_namer_are_in_version_3s_words():
+    scene, _ = _planned_scene()
+    def expressions(**namer):
+        rng = np.random.default_rng(0)
+        return [referring_expressions(scene, i, rng, **namer) for _ in range(20) for i in range(len(scene.objects))]
+    assert expressions() == expressions(namer=V3.namer(None, "train"))

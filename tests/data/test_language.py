@@ -96,6 +96,11 @@ def test_every_name_reads_back_as_its_value():
     assert lang.relation_phrases[("to", "the", "left", "of")] == "left of"
 
 
+def test_plural_by_hand():
+    assert [plural(n) for n in ("circle", "cross", "box", "rhombus", "one")] == [
+        "circles", "crosses", "boxes", "rhombi", "ones"]
+
+
 def test_name_probabilities_by_hand():
     lang = LONG_TAIL  # head 0.8, exponent 1
     names = Names(("a", "b", "c", "d"), held_out=1)
