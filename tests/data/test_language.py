@@ -101,6 +101,29 @@ def test_plural_by_hand():
         "circles", "crosses", "boxes", "rhombi", "ones"]
 
 
+def test_a_language_made_from_another_builds_its_own_reading_tables():
+    """``dataclasses.replace`` gives a language that reads its own words (the tables are built on
+    first read, and were once shared with the original, already built)."""
+    LONG_TAIL.read_noun("polygon")
+    ball = dataclasses.replace(LONG_TAIL, hypernyms={**LONG_TAIL.hypernyms, "ball": ("circle",)})  # one shape: names it
+    assert ball.read_noun("ball") == ("circle", False) and ball.read_noun("balls") == ("circle", True)
+    assert LONG_TAIL.read_noun("ball") is None
+    assert ball.read_noun("polygons") == (None, True) and ball.read_noun("ones") == (None, True)
+    lengths = [len(words) for words in ball.position_phrases]  # longest first
+    assert lengths == sorted(lengths, reverse=True) and lengths[0] > lengths[-1]
+    v3 = dataclasses.replace(V3)
+    assert v3.read_size("big") == "large" and v3.read_size("large") == "large" and v3.read_size("small") == "small"
+
+
+def test_a_namer_draws_every_allowed_name_by_the_languages_probabilities():
+    namer = LONG_TAIL.namer(np.random.default_rng(0), "test")
+    names = LONG_TAIL.colours["red"]
+    drawn = [namer.colour("red") for _ in range(4000)]
+    share = np.array([drawn.count(n) for n in names.names]) / len(drawn)
+    assert share == pytest.approx(LONG_TAIL.name_probabilities(names, names.names), abs=0.03)
+    assert {namer.position_inside("left") for _ in range(100)} == set(LONG_TAIL.positions_inside["left"].names)
+
+
 def test_name_probabilities_by_hand():
     lang = LONG_TAIL  # head 0.8, exponent 1
     names = Names(("a", "b", "c", "d"), held_out=1)

@@ -104,7 +104,7 @@ class Language:
     style_weights: Tuple[float, ...] = ()
     say_weight: float = 1.0
     added_object_style: Optional[str] = "zcs"
-    _read: dict = field(default_factory=dict, compare=False, repr=False)
+    _read: dict = field(default_factory=dict, init=False, compare=False, repr=False)  # built on first read
 
     # ---- reading back -----------------------------------------------------------------------
     def _lookup(self) -> dict:
