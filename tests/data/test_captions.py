@@ -184,3 +184,11 @@ def test_referring_expressions_without_a_namer_are_in_version_3s_words():
         rng = np.random.default_rng(0)
         return [referring_expressions(scene, i, rng, **namer) for _ in range(20) for i in range(len(scene.objects))]
     assert expressions() == expressions(namer=V3.namer(None, "train"))
+
+
+def test_long_tailed_referring_expressions_say_sizes_in_the_long_tailed_words():
+    scene, _ = _planned_scene()
+    namer, rng = LONG_TAIL.namer(np.random.default_rng(0), "train"), np.random.default_rng(0)
+    words = {w for _ in range(100) for e in referring_expressions(scene, 0, rng, namer) for w in e.split()}
+    sizes = set(LONG_TAIL.sizes[scene.objects[0].size].allowed("train"))
+    assert words & sizes - {"big", "small"} and "None" not in words
