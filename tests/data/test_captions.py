@@ -1,5 +1,6 @@
 """The caption writer's pieces by hand (phrasedet/data/synthetic/captions.py): chains, the
-Flickr30K Entities markup read back by the project's own parser, and an object phrase's defaults."""
+Flickr30K Entities markup read back by the project's own parser, object, group and shadow phrases,
+the templates' fallbacks, the steps that make a draft specific, and the referring expressions."""
 import copy
 import dataclasses
 from itertools import count
