@@ -24,6 +24,12 @@ def _planned_scene():
     return scene, rng
 
 
+def _coinciding_scene():
+    """A red circle and a blue square whose centres are 4 px apart: no relation, but next to each other."""
+    return Scene(128, 96, "gray", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
+                                   SceneObject("blue", "square", 20, box=(14, 14, 33, 33))])
+
+
 def _writer(scene, rng, **kwargs):
     return CaptionWriter(scene, rng, ChainBook(count(1).__next__), **kwargs)
 
@@ -135,8 +141,7 @@ def test_a_shadow_is_faint_soft_or_long():
 
 
 def test_objects_whose_centres_nearly_coincide_have_no_relation_and_a_position_needs_no_draft():
-    scene = Scene(128, 96, "gray", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
-                                     SceneObject("blue", "square", 20, box=(14, 14, 33, 33))])  # centres 4 px apart
+    scene = _coinciding_scene()
     writer = _writer(scene, np.random.default_rng(0))
     assert writer.relation(0, 1) is None and writer.next_to(0, 1)
     assert writer.draft is None and writer.pos(0, writer.obj_phrase(0)) == "on the left"
@@ -154,8 +159,7 @@ def test_a_square_may_be_any_of_its_hypernyms_but_never_one_true_of_it_alone():
 def test_a_random_caption_places_every_object_it_positions_with_or_without_a_relation():
     """Objects whose centres nearly coincide have no relation, so the templates that need one fall
     back to "<object> is <position>"; every position said marks its phrase placed in the draft."""
-    scene = Scene(128, 96, "gray", [SceneObject("red", "circle", 20, box=(10, 10, 29, 29)),
-                                     SceneObject("blue", "square", 20, box=(14, 14, 33, 33))])
+    scene = _coinciding_scene()
     writer = _writer(scene, np.random.default_rng(0))
     positions = {n for names in V3.positions_outside.values() for n in names.names}
     said = set()
