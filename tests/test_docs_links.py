@@ -2,6 +2,7 @@
 section (``FILE.md#anchor``), a heading of that file, by GitHub's anchor rule. Moving tools into
 folders renamed headings such as "The built-in experiment (`tools/compare/compare_retrieval.py`)"
 and left five links pointing nowhere, unnoticed, until this test."""
+import functools
 import glob
 import os
 import re
@@ -16,8 +17,10 @@ def github_anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def anchors(path: str) -> set:
-    """The anchors of every heading of the markdown file ``path`` (fenced code skipped)."""
+@functools.lru_cache(maxsize=None)
+def anchors(path: str) -> frozenset:
+    """The anchors of every heading of the markdown file ``path`` (fenced code skipped), read once
+    per file however many links name it."""
     found, fenced = set(), False
     with open(path) as f:
         for line in f:
@@ -26,7 +29,7 @@ def anchors(path: str) -> set:
             m = None if fenced else re.match(r"#+ (.*)", line)
             if m:
                 found.add(github_anchor(m.group(1)))
-    return found
+    return frozenset(found)
 
 
 def broken_links(path: str) -> list:
